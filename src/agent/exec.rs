@@ -1,0 +1,294 @@
+//! Deciding on and running the tool calls of one round.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{FutureExt, StreamExt, stream};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::event::{AgentEvent, Status, ToolCallRecord, ToolOutcome};
+use super::{EventSink, Inner};
+use crate::confirm::{ConfirmRequest, Decision};
+use crate::message::{ToolCall, ToolResult};
+use crate::tool::{Tool, ToolContext};
+
+/// What the model reads when the user declines a call.
+pub(crate) const CANCELLED_BY_USER: &str = "Cancelled by user.";
+
+/// Runs a round's calls and returns each call's result and record, in call
+/// order. Calls run concurrently (at most `max_concurrent_tools` at once)
+/// unless one needs confirmation, in which case they run one at a time so
+/// each prompt can be answered on its own. Exclusive tools run alone.
+pub(crate) async fn run_calls(
+    inner: &Inner,
+    conversation: &Arc<str>,
+    calls: &[ToolCall],
+    sink: &impl EventSink,
+    cancel: &CancellationToken,
+) -> Vec<(ToolResult, ToolCallRecord)> {
+    let decided: Vec<Decided> = calls.iter().map(|call| decide(inner, call)).collect();
+    let one_at_a_time = decided.iter().any(|d| {
+        matches!(
+            d,
+            Decided::Run {
+                confirm: Some(_),
+                ..
+            }
+        )
+    });
+    let limit = if one_at_a_time {
+        1
+    } else {
+        inner.max_concurrent_tools
+    };
+    // The futures are built up front: a `map` closure inside the stream type
+    // trips the compiler's `Send` check for spawned turns.
+    let runs: Vec<_> = calls
+        .iter()
+        .zip(decided)
+        .map(|(call, decided)| run_one(inner, conversation, call, decided, sink, cancel))
+        .collect();
+    stream::iter(runs).buffered(limit).collect().await
+}
+
+/// Whether and how a call may run, decided before anything runs.
+enum Decided {
+    Run {
+        tool: Arc<dyn Tool>,
+        confirm: Option<String>,
+    },
+    Reject(String),
+}
+
+fn decide(inner: &Inner, call: &ToolCall) -> Decided {
+    let Some(tool) = inner.tools.get(&call.name) else {
+        let known: Vec<String> = inner.tools.specs().iter().map(|s| s.name.clone()).collect();
+        return Decided::Reject(format!(
+            "Unknown tool `{}`. Available tools: {}.",
+            call.name,
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ));
+    };
+    if !inner.tools.is_enabled(&call.name) {
+        return Decided::Reject(format!("Tool `{}` is disabled.", call.name));
+    }
+    if let Err(reason) = tool.availability() {
+        return Decided::Reject(format!(
+            "Tool `{}` is unavailable here: {reason}",
+            call.name
+        ));
+    }
+    match &call.arguments {
+        Value::Object(_) => {}
+        Value::String(raw) => {
+            let why = serde_json::from_str::<Value>(raw)
+                .err()
+                .map_or_else(String::new, |e| format!(" ({e})"));
+            return Decided::Reject(format!(
+                "The arguments are not valid JSON{why}. Call `{}` again with a JSON object matching its schema.",
+                call.name
+            ));
+        }
+        other => {
+            return Decided::Reject(format!(
+                "The arguments must be a JSON object, not `{other}`. Call `{}` again with an object matching its schema.",
+                call.name
+            ));
+        }
+    }
+    let confirm = tool.confirmation(&call.arguments);
+    Decided::Run { tool, confirm }
+}
+
+async fn run_one(
+    inner: &Inner,
+    conversation: &Arc<str>,
+    call: &ToolCall,
+    decided: Decided,
+    sink: &impl EventSink,
+    cancel: &CancellationToken,
+) -> (ToolResult, ToolCallRecord) {
+    sink.emit(AgentEvent::ToolCallStarted(call.clone())).await;
+    let started = Instant::now();
+    let span = tracing::info_span!(
+        "execute_tool",
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = %call.name,
+        "gen_ai.tool.call.id" = %call.id,
+    );
+    let (outcome, content) = async {
+        let (tool, confirm) = match decided {
+            Decided::Reject(reason) => return (ToolOutcome::Rejected, reason),
+            Decided::Run { tool, confirm } => (tool, confirm),
+        };
+        if cancel.is_cancelled() {
+            return interrupted();
+        }
+        if let Some(prompt) = confirm {
+            sink.emit(AgentEvent::Status(Status::AwaitingConfirmation {
+                tool: call.name.clone(),
+            }))
+            .await;
+            match ask(inner, conversation, call, prompt, cancel).await {
+                Ok(Decision::Approve) => {}
+                Ok(Decision::Decline) => {
+                    return (ToolOutcome::Declined, CANCELLED_BY_USER.to_owned());
+                }
+                Err(outcome) => return outcome,
+            }
+        }
+        sink.emit(AgentEvent::Status(Status::RunningTool {
+            tool: call.name.clone(),
+        }))
+        .await;
+        execute(inner, conversation, call, tool.as_ref(), cancel).await
+    }
+    .instrument(span)
+    .await;
+    if outcome != ToolOutcome::Ok {
+        tracing::debug!(tool = %call.name, ?outcome, %content, "tool call did not succeed");
+    }
+    let (result, record) = finished(call, outcome, content, started.elapsed());
+    sink.emit(AgentEvent::ToolCallFinished(record.clone()))
+        .await;
+    (result, record)
+}
+
+/// Asks the confirmation handler; with none, the call is declined (fail closed).
+async fn ask(
+    inner: &Inner,
+    conversation: &Arc<str>,
+    call: &ToolCall,
+    prompt: String,
+    cancel: &CancellationToken,
+) -> Result<Decision, (ToolOutcome, String)> {
+    let Some(handler) = &inner.confirm else {
+        return Err((
+            ToolOutcome::Declined,
+            format!(
+                "Not run: `{}` needs the user's confirmation, and this agent has no way to ask. \
+                 (Developer: configure one with `Agent::builder().confirm(…)`.)",
+                call.name
+            ),
+        ));
+    };
+    let request = ConfirmRequest {
+        conversation: conversation.to_string(),
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        prompt,
+        arguments: call.arguments.clone(),
+    };
+    tokio::select! {
+        decision = handler.confirm(request) => Ok(decision),
+        () = cancel.cancelled() => Err(interrupted()),
+    }
+}
+
+/// Runs an approved call under its time-out, catching panics.
+async fn execute(
+    inner: &Inner,
+    conversation: &Arc<str>,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    cancel: &CancellationToken,
+) -> (ToolOutcome, String) {
+    let _turn_of_tools = if tool.is_exclusive() {
+        Lock::Exclusive(inner.exclusive.write().await)
+    } else {
+        Lock::Shared(inner.exclusive.read().await)
+    };
+    let call_cancel = cancel.child_token();
+    let ctx = ToolContext::new(
+        Arc::clone(conversation),
+        call.id.clone(),
+        call_cancel.clone(),
+        inner.state.clone(),
+        inner.notifier.clone(),
+    );
+    let limit = tool.timeout().unwrap_or(inner.tool_timeout);
+    let running = AssertUnwindSafe(tool.call(call.arguments.clone(), ctx)).catch_unwind();
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(limit, running) => outcome,
+        () = cancel.cancelled() => return interrupted(),
+    };
+    // Tell the tool's own tasks to stop, whatever happened.
+    call_cancel.cancel();
+    match outcome {
+        Ok(Ok(Ok(output))) => (ToolOutcome::Ok, output),
+        Ok(Ok(Err(error))) => (ToolOutcome::Failed, format!("Error: {error}")),
+        Ok(Err(panic)) => (
+            ToolOutcome::Panicked,
+            format!("Error: the tool crashed ({}).", panic_message(&*panic)),
+        ),
+        Err(_) => (
+            ToolOutcome::TimedOut,
+            format!("Error: the tool did not finish within {}.", human(limit)),
+        ),
+    }
+}
+
+#[allow(dead_code, reason = "the guards are held for their drop")]
+enum Lock<'a> {
+    Exclusive(tokio::sync::RwLockWriteGuard<'a, ()>),
+    Shared(tokio::sync::RwLockReadGuard<'a, ()>),
+}
+
+fn interrupted() -> (ToolOutcome, String) {
+    (
+        ToolOutcome::Interrupted,
+        "Interrupted: the user cancelled the turn.".to_owned(),
+    )
+}
+
+/// A result and record for a call that was never run.
+pub(crate) fn not_run(
+    call: &ToolCall,
+    outcome: ToolOutcome,
+    content: String,
+) -> (ToolResult, ToolCallRecord) {
+    finished(call, outcome, content, Duration::ZERO)
+}
+
+fn finished(
+    call: &ToolCall,
+    outcome: ToolOutcome,
+    content: String,
+    duration: Duration,
+) -> (ToolResult, ToolCallRecord) {
+    let result = ToolResult {
+        call_id: call.id.clone(),
+        content: content.clone(),
+        is_error: !outcome.is_ok(),
+    };
+    let record = ToolCallRecord {
+        call: call.clone(),
+        outcome,
+        content,
+        duration,
+    };
+    (result, record)
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("panic")
+}
+
+fn human(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{d:?}")
+    }
+}

@@ -1,0 +1,325 @@
+//! The agent: a provider, tools and a history store, joined by the turn loop.
+//!
+//! [`Agent::handle`] runs one turn and returns its [`Reply`];
+//! [`Agent::stream`] runs it in the background and yields [`AgentEvent`]s as
+//! they happen. Both follow the life of one turn:
+//!
+//! 1. Text starting with `/` is a slash command: `/name key=value …` runs that
+//!    tool directly (the model is never called, nothing enters history);
+//!    `/help` lists the tools.
+//! 2. The conversation's turn lock is taken; other conversations never wait.
+//! 3. The user message is stored; the provider is called with the history and
+//!    the enabled tools; deltas are forwarded as events.
+//! 4. Text only ends the turn. Tool calls are each decided (unknown, disabled,
+//!    unavailable, bad arguments, confirmation) and run concurrently (bounded),
+//!    one at a time when any needs confirmation; failures become results.
+//! 5. The assistant message and its results are stored together and the model
+//!    is called again, until `max_tool_rounds`, after which tools are
+//!    withdrawn for a last answer.
+//! 6. A provider failure ends the turn with [`Error::Provider`]; cancelling
+//!    keeps what streamed, marked interrupted.
+
+mod event;
+mod exec;
+mod lock;
+mod slash;
+mod turn;
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
+
+use self::lock::ConversationLocks;
+use crate::confirm::ConfirmHandler;
+use crate::error::{Error, Result};
+use crate::history::{HistoryStore, MemoryHistory};
+use crate::provider::{ModelSettings, Provider};
+use crate::tool::context::SharedState;
+use crate::tool::{IntoTool, Notifier, Tool, ToolRegistry};
+
+/// An LLM agent: give it a provider and tools, then hand it messages.
+///
+/// Cloning is cheap and shares everything: tools, history, locks.
+///
+/// # Examples
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> ferrobot::Result<()> {
+/// use ferrobot::{Agent, testing::MockProvider};
+///
+/// let agent = Agent::builder()
+///     .provider(MockProvider::replying("Hello!"))
+///     .system_prompt("You are terse.")
+///     .build();
+/// let reply = agent.handle("alice", "hi").await?;
+/// assert_eq!(reply.text, "Hello!");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    provider: Arc<dyn Provider>,
+    system_prompt: Option<String>,
+    tools: ToolRegistry,
+    state: SharedState,
+    history: Arc<dyn HistoryStore>,
+    confirm: Option<Arc<dyn ConfirmHandler>>,
+    notifier: Option<Arc<dyn Notifier>>,
+    settings: ModelSettings,
+    max_tool_rounds: u32,
+    max_concurrent_tools: usize,
+    tool_timeout: Duration,
+    locks: ConversationLocks,
+    /// Exclusive tools take it for writing, all others for reading.
+    exclusive: tokio::sync::RwLock<()>,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.inner.provider)
+            .field("tools", &self.inner.tools)
+            .field("max_tool_rounds", &self.inner.max_tool_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+#[bon::bon]
+impl Agent {
+    /// Starts building an agent; only the provider is required.
+    #[builder(finish_fn = build)]
+    pub fn new(
+        #[builder(field)] tools: Vec<Arc<dyn Tool>>,
+        #[builder(field)] state: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+        /// The model endpoint.
+        #[builder(with = |provider: impl Provider + 'static| Arc::new(provider) as Arc<dyn Provider>)]
+        provider: Arc<dyn Provider>,
+        /// Sent before every conversation. By default, none.
+        #[builder(into)]
+        system_prompt: Option<String>,
+        /// Where conversations are kept. By default, a [`MemoryHistory`].
+        #[builder(with = |store: impl HistoryStore| Arc::new(store) as Arc<dyn HistoryStore>)]
+        history: Option<Arc<dyn HistoryStore>>,
+        /// Asked before tools that want confirmation run. By default, none,
+        /// and such calls are declined.
+        #[builder(with = |handler: impl ConfirmHandler| Arc::new(handler) as Arc<dyn ConfirmHandler>)]
+        confirm: Option<Arc<dyn ConfirmHandler>>,
+        /// Delivers [`ToolContext::notify_later`](crate::ToolContext::notify_later)
+        /// messages. By default, none.
+        #[builder(with = |notifier: impl Notifier| Arc::new(notifier) as Arc<dyn Notifier>)]
+        notifier: Option<Arc<dyn Notifier>>,
+        /// Sampling settings for every model call. By default, the provider's.
+        #[builder(default)]
+        settings: ModelSettings,
+        /// Rounds of tool calls per turn before tools are withdrawn. By default, 10.
+        #[builder(default = 10)]
+        max_tool_rounds: u32,
+        /// Tool calls of one round that run at once. By default, 4.
+        #[builder(default = 4)]
+        max_concurrent_tools: usize,
+        /// Time-out for tools that don't set their own. By default, 60 s.
+        #[builder(default = Duration::from_secs(60))]
+        tool_timeout: Duration,
+    ) -> Agent {
+        let registry = ToolRegistry::new();
+        for tool in tools {
+            registry.register(tool);
+        }
+        Agent {
+            inner: Arc::new(Inner {
+                provider,
+                system_prompt,
+                tools: registry,
+                state: SharedState::from_values(state),
+                history: history.unwrap_or_else(|| Arc::new(MemoryHistory::new())),
+                confirm,
+                notifier,
+                settings,
+                max_tool_rounds,
+                max_concurrent_tools: max_concurrent_tools.max(1),
+                tool_timeout,
+                locks: ConversationLocks::default(),
+                exclusive: tokio::sync::RwLock::new(()),
+            }),
+        }
+    }
+
+    /// Runs one turn of `conversation` and returns the reply.
+    ///
+    /// `conversation` is any stable id: a user, a chat, a channel.
+    ///
+    /// # Errors
+    /// [`Error::Provider`] when the model endpoint fails (show
+    /// [`Error::user_message`]), [`Error::History`] when the store fails.
+    pub async fn handle(&self, conversation: &str, text: &str) -> Result<Reply> {
+        let cancel = CancellationToken::new();
+        turn::run(&self.inner, conversation.into(), text, &NoSink, &cancel).await
+    }
+
+    /// Runs one turn in the background, yielding its events as they happen.
+    /// The last item is [`AgentEvent::Done`] or an error. Cancel through
+    /// [`TurnStream::cancellation`]; dropping the stream cancels too.
+    ///
+    /// # Panics
+    /// When called outside a Tokio runtime.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> ferrobot::Result<()> {
+    /// use ferrobot::{Agent, AgentEvent, testing::MockProvider};
+    /// use futures_util::StreamExt;
+    ///
+    /// let agent = Agent::builder().provider(MockProvider::replying("Hello there")).build();
+    /// let mut events = agent.stream("alice", "hi");
+    /// let mut text = String::new();
+    /// while let Some(event) = events.next().await {
+    ///     if let AgentEvent::TextDelta(delta) = event? {
+    ///         text.push_str(&delta);
+    ///     }
+    /// }
+    /// assert_eq!(text, "Hello there");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream(&self, conversation: &str, text: &str) -> TurnStream {
+        let (tx, rx) = mpsc::channel(64);
+        let cancel = CancellationToken::new();
+        let sink = ChannelSink {
+            tx,
+            cancel: cancel.clone(),
+        };
+        let inner = Arc::clone(&self.inner);
+        let (conversation, text) = (Arc::<str>::from(conversation), text.to_owned());
+        let turn_cancel = cancel.clone();
+        tokio::spawn(async move {
+            let end = match turn::run(&inner, conversation, &text, &sink, &turn_cancel).await {
+                Ok(reply) => Ok(AgentEvent::Done(reply)),
+                Err(e) => Err(e),
+            };
+            let _ = sink.tx.send(end).await;
+        });
+        TurnStream { rx, cancel }
+    }
+
+    /// The agent's tools; enable or disable them here at any time.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.inner.tools
+    }
+
+    /// The agent's history store.
+    pub fn history(&self) -> &Arc<dyn HistoryStore> {
+        &self.inner.history
+    }
+
+    /// The agent's provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.inner.provider
+    }
+}
+
+impl<S: agent_builder::State> AgentBuilder<S> {
+    /// Registers a tool. Call once per tool.
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
+        self.tools.push(tool.into_tool());
+        self
+    }
+
+    /// Registers several tools.
+    pub fn tools<T: IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools
+            .extend(tools.into_iter().map(IntoTool::into_tool));
+        self
+    }
+
+    /// Shares a value with every tool, read back with
+    /// [`ToolContext::state`](crate::ToolContext::state). One value per type.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.retain(|(id, _)| *id != TypeId::of::<T>());
+        self.state.push((TypeId::of::<T>(), Arc::new(value)));
+        self
+    }
+}
+
+/// The events of a turn started with [`Agent::stream`].
+#[derive(Debug)]
+pub struct TurnStream {
+    rx: mpsc::Receiver<Result<AgentEvent>>,
+    cancel: CancellationToken,
+}
+
+impl TurnStream {
+    /// Cancels the turn when cancelled: the model call or running tools stop,
+    /// what streamed is kept in history marked interrupted, and the stream
+    /// ends with [`Error::Cancelled`].
+    pub fn cancellation(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Waits for the turn to end and returns its reply, skipping the events.
+    ///
+    /// # Errors
+    /// As [`Agent::handle`], plus [`Error::Cancelled`].
+    pub async fn into_reply(mut self) -> Result<Reply> {
+        while let Some(event) = self.rx.recv().await {
+            if let AgentEvent::Done(reply) = event? {
+                return Ok(reply);
+            }
+        }
+        Err(Error::Cancelled)
+    }
+}
+
+impl Stream for TurnStream {
+    type Item = Result<AgentEvent>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for TurnStream {
+    fn drop(&mut self) {
+        // A turn nobody listens to stops, keeping what it had. Cancelling a
+        // turn that already ended does nothing.
+        self.cancel.cancel();
+    }
+}
+
+/// Where a turn sends its events.
+pub(crate) trait EventSink: Sync {
+    fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send;
+}
+
+/// For [`Agent::handle`]: the reply is all the caller wants.
+struct NoSink;
+
+impl EventSink for NoSink {
+    async fn emit(&self, _: AgentEvent) {}
+}
+
+struct ChannelSink {
+    tx: mpsc::Sender<Result<AgentEvent>>,
+    cancel: CancellationToken,
+}
+
+impl EventSink for ChannelSink {
+    async fn emit(&self, event: AgentEvent) {
+        if self.tx.send(Ok(event)).await.is_err() {
+            self.cancel.cancel();
+        }
+    }
+}

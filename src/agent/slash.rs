@@ -1,0 +1,204 @@
+//! Slash commands: `/name key=value …` runs a tool directly; `/help` lists them.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::event::Reply;
+use super::{EventSink, Inner, exec};
+use crate::message::ToolCall;
+use crate::provider::assemble::generate_call_id;
+
+/// Runs a slash command (the text after `/`). The model is never called and
+/// nothing enters history; the reply's text is the tool's output.
+pub(super) async fn run(
+    inner: &Inner,
+    conversation: &Arc<str>,
+    command: &str,
+    sink: &impl EventSink,
+    cancel: &CancellationToken,
+) -> Reply {
+    let (name, args) = command
+        .split_once(char::is_whitespace)
+        .unwrap_or((command, ""));
+    // Telegram appends the bot's name in groups: `/help@my_bot`.
+    let name = name.split_once('@').map_or(name, |(n, _)| n);
+    if name == "help" || name.is_empty() {
+        return text_reply(help(inner));
+    }
+    let Some(tool) = inner.tools.get(name) else {
+        return text_reply(format!("Unknown command /{name}. Type /help for the list."));
+    };
+    let arguments = match parse_arguments(args, &tool.spec().parameters) {
+        Ok(arguments) => arguments,
+        Err(message) => return text_reply(format!("/{name}: {message}")),
+    };
+    let call = ToolCall::new(generate_call_id(), name, arguments);
+    let mut results = exec::run_calls(
+        inner,
+        conversation,
+        std::slice::from_ref(&call),
+        sink,
+        cancel,
+    )
+    .await;
+    let (_, record) = results.pop().expect("one call gives one result");
+    Reply {
+        text: record.content.clone(),
+        tool_calls: vec![record],
+        ..Reply::default()
+    }
+}
+
+fn text_reply(text: String) -> Reply {
+    Reply {
+        text,
+        ..Reply::default()
+    }
+}
+
+/// The enabled tools, one per line, with their parameters.
+fn help(inner: &Inner) -> String {
+    let mut out = String::from("Commands (the model is not involved):\n");
+    for tool in inner.tools.tools() {
+        if !inner.tools.is_enabled(tool.name()) {
+            continue;
+        }
+        let spec = tool.spec();
+        out.push_str(&format!("/{}", spec.name));
+        if let Some(props) = spec.parameters.get("properties").and_then(Value::as_object) {
+            for key in props.keys() {
+                out.push_str(&format!(" {key}=…"));
+            }
+        }
+        let summary = spec.description.lines().next().unwrap_or_default();
+        out.push_str(&format!(" — {summary}"));
+        if let Err(reason) = tool.availability() {
+            out.push_str(&format!(" (unavailable here: {reason})"));
+        }
+        out.push('\n');
+    }
+    out.push_str("/help — this list");
+    out
+}
+
+/// Parses `key=value` pairs (values may be quoted with `"` or `'`, and `\`
+/// escapes the next character) into an arguments object, typing each value
+/// by the parameter's schema: numbers, booleans, arrays and objects are
+/// parsed as JSON; strings stay strings.
+pub(super) fn parse_arguments(input: &str, schema: &Value) -> Result<Value, String> {
+    let mut arguments = Map::new();
+    for token in tokenize(input)? {
+        let Some((key, raw)) = token.split_once('=') else {
+            return Err(format!(
+                "expected key=value, got `{token}` (quote values that contain spaces)"
+            ));
+        };
+        let kind = schema.pointer(&format!("/properties/{key}/type"));
+        let value = match kind.and_then(Value::as_str) {
+            Some("string") | None => {
+                if kind.is_none() && schema.pointer(&format!("/properties/{key}")).is_none() {
+                    return Err(format!(
+                        "unknown parameter `{key}`; type /help for the parameters"
+                    ));
+                }
+                serde_json::from_str::<Value>(raw)
+                    .ok()
+                    .filter(|_| kind.is_none())
+                    .unwrap_or_else(|| Value::String(raw.to_owned()))
+            }
+            Some(_) => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned())),
+        };
+        arguments.insert(key.to_owned(), value);
+    }
+    Ok(Value::Object(arguments))
+}
+
+/// Splits on whitespace outside quotes.
+fn tokenize(input: &str) -> Result<Vec<String>, String> {
+    let mut tokens = Vec::new();
+    let mut current = String::new();
+    let mut in_token = false;
+    let mut quote: Option<char> = None;
+    let mut chars = input.chars();
+    while let Some(c) = chars.next() {
+        match (c, quote) {
+            ('\\', _) => {
+                current.extend(chars.next());
+                in_token = true;
+            }
+            ('"' | '\'', None) => {
+                quote = Some(c);
+                in_token = true;
+            }
+            (c, Some(q)) if c == q => quote = None,
+            (c, None) if c.is_whitespace() => {
+                if in_token {
+                    tokens.push(std::mem::take(&mut current));
+                    in_token = false;
+                }
+            }
+            (c, _) => {
+                current.push(c);
+                in_token = true;
+            }
+        }
+    }
+    if let Some(q) = quote {
+        return Err(format!("unclosed {q} quote"));
+    }
+    if in_token {
+        tokens.push(current);
+    }
+    Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "depth": {"type": "integer"}, "human": {"type": "boolean"}, "any": {}
+        }})
+    }
+
+    #[test]
+    fn values_are_typed_by_the_schema() {
+        let args =
+            parse_arguments(r#"path="/my dir" depth=2 human=true any=3 "#, &schema()).unwrap();
+        assert_eq!(
+            args,
+            json!({"path": "/my dir", "depth": 2, "human": true, "any": 3})
+        );
+        let args = parse_arguments("path=42", &schema()).unwrap();
+        assert_eq!(args, json!({"path": "42"}));
+    }
+
+    #[test]
+    fn mistakes_are_explained() {
+        assert!(
+            parse_arguments("path", &schema())
+                .unwrap_err()
+                .contains("key=value")
+        );
+        assert!(
+            parse_arguments("nope=1", &schema())
+                .unwrap_err()
+                .contains("unknown parameter `nope`")
+        );
+        assert!(
+            parse_arguments("path='x", &schema())
+                .unwrap_err()
+                .contains("unclosed")
+        );
+    }
+
+    #[test]
+    fn escapes_and_single_quotes_work() {
+        let args = parse_arguments(r"path='a b' any=x\ y", &schema()).unwrap();
+        assert_eq!(args, json!({"path": "a b", "any": "x y"}));
+    }
+}

@@ -1,0 +1,242 @@
+//! The turn loop: model call, tool round, repeat.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
+use super::{EventSink, Inner, exec, slash};
+use crate::error::{Error, Result};
+use crate::message::{Message, Part, ToolCall, ToolResult, ToolSpec, Usage};
+use crate::provider::{Assembled, Assembler, ChatRequest, ProviderError, StreamEvent};
+
+/// Runs one turn of `conversation`.
+pub(super) async fn run(
+    inner: &Inner,
+    conversation: Arc<str>,
+    text: &str,
+    sink: &impl EventSink,
+    cancel: &CancellationToken,
+) -> Result<Reply> {
+    if let Some(command) = text.trim_start().strip_prefix('/') {
+        return Ok(slash::run(inner, &conversation, command, sink, cancel).await);
+    }
+    let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
+    Turn {
+        inner,
+        conversation,
+        sink,
+        cancel,
+        usage: Usage::default(),
+        records: Vec::new(),
+    }
+    .run(text)
+    .instrument(span)
+    .await
+}
+
+struct Turn<'a, S> {
+    inner: &'a Inner,
+    conversation: Arc<str>,
+    sink: &'a S,
+    cancel: &'a CancellationToken,
+    usage: Usage,
+    records: Vec<ToolCallRecord>,
+}
+
+/// How one model call ended.
+enum CallEnd {
+    Complete(Assembled),
+    Cancelled(Assembler),
+    Failed(Assembler, ProviderError),
+}
+
+impl<S: EventSink> Turn<'_, S> {
+    async fn run(mut self, text: &str) -> Result<Reply> {
+        let _turn = tokio::select! {
+            guard = self.inner.locks.lock(&self.conversation) => guard,
+            () = self.cancel.cancelled() => return Err(Error::Cancelled),
+        };
+        let mut history = self.inner.history.load(&self.conversation).await?;
+        let user = Message::user(text);
+        self.store(std::slice::from_ref(&user)).await?;
+        history.push(user);
+
+        let mut round = 0;
+        loop {
+            let tools = if round < self.inner.max_tool_rounds {
+                self.inner.tools.specs()
+            } else {
+                Arc::from([])
+            };
+            let assembled = match self.call_model(&history, &tools).await {
+                CallEnd::Complete(assembled) => assembled,
+                CallEnd::Cancelled(partial) => {
+                    self.store_partial(partial).await?;
+                    return Err(Error::Cancelled);
+                }
+                CallEnd::Failed(partial, error) => {
+                    self.store_partial(partial).await?;
+                    return Err(Error::Provider(error));
+                }
+            };
+            let calls: Vec<ToolCall> = assembled.message.tool_calls().cloned().collect();
+            if calls.is_empty() {
+                self.store(std::slice::from_ref(&assembled.message)).await?;
+                return Ok(self.reply(assembled));
+            }
+            let results = if tools.is_empty() {
+                // Tools were withdrawn and the model called one anyway.
+                self.refuse_all(&calls, self.inner.max_tool_rounds)
+            } else {
+                exec::run_calls(
+                    self.inner,
+                    &self.conversation,
+                    &calls,
+                    self.sink,
+                    self.cancel,
+                )
+                .await
+            };
+            let (results, records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
+                results.into_iter().unzip();
+            let step = [assembled.message.clone(), Message::tool_results(results)];
+            self.store(&step).await?;
+            self.records.extend(records);
+            if self.cancel.is_cancelled() {
+                return Err(Error::Cancelled);
+            }
+            if tools.is_empty() {
+                let rounds = self.inner.max_tool_rounds;
+                let mut reply = self.reply(assembled);
+                if reply.text.is_empty() {
+                    reply.text = format!(
+                        "I stopped after {rounds} rounds of tool calls without reaching an answer."
+                    );
+                }
+                return Ok(reply);
+            }
+            history.extend(step);
+            round += 1;
+        }
+    }
+
+    /// One model call, forwarding deltas as they arrive.
+    async fn call_model(&mut self, history: &[Message], tools: &[ToolSpec]) -> CallEnd {
+        let provider = &self.inner.provider;
+        let span = tracing::info_span!(
+            "chat",
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.provider.name" = provider.name(),
+            "gen_ai.request.model" = provider.model(),
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "gen_ai.response.finish_reasons" = tracing::field::Empty,
+        );
+        self.sink.emit(AgentEvent::Status(Status::Thinking)).await;
+        let request = ChatRequest::new(history)
+            .system(self.inner.system_prompt.as_deref())
+            .tools(tools)
+            .settings(&self.inner.settings)
+            .cancel(self.cancel);
+        let mut events = provider.stream(request);
+        let mut assembler = Assembler::new();
+        let end = async {
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => return CallEnd::Cancelled(assembler),
+                    next = events.next() => next,
+                };
+                let event = match next {
+                    Some(Ok(event)) => event,
+                    Some(Err(error)) => return CallEnd::Failed(assembler, error),
+                    None => return CallEnd::Complete(assembler.finish()),
+                };
+                assembler.push(&event);
+                if let Some(forward) = forward(event) {
+                    self.sink.emit(forward).await;
+                }
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        if let CallEnd::Complete(assembled) = &end {
+            let usage = assembled.usage.unwrap_or_default();
+            span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            if let Some(finish) = &assembled.finish {
+                span.record(
+                    "gen_ai.response.finish_reasons",
+                    tracing::field::display(finish),
+                );
+            }
+            if let Some(usage) = assembled.usage {
+                self.usage += usage;
+                self.sink.emit(AgentEvent::Usage(usage)).await;
+            }
+        }
+        end
+    }
+
+    /// Keeps what streamed before a cancel or failure, marked interrupted.
+    /// Tool calls are dropped: they never ran, and a call without a result
+    /// would make the next request invalid.
+    async fn store_partial(&self, partial: Assembler) -> Result<()> {
+        let mut message = partial.finish().message;
+        message.parts.retain(|p| !matches!(p, Part::ToolCall(_)));
+        if message.parts.is_empty() {
+            return Ok(());
+        }
+        self.store(&[message.with_interrupted(true)]).await
+    }
+
+    fn refuse_all(&self, calls: &[ToolCall], rounds: u32) -> Vec<(ToolResult, ToolCallRecord)> {
+        calls
+            .iter()
+            .map(|call| {
+                exec::not_run(
+                    call,
+                    ToolOutcome::Rejected,
+                    format!("Not run: the limit of {rounds} tool rounds per turn was reached. Answer with what you have."),
+                )
+            })
+            .collect()
+    }
+
+    async fn store(&self, messages: &[Message]) -> Result<()> {
+        Ok(self
+            .inner
+            .history
+            .append(&self.conversation, messages)
+            .await?)
+    }
+
+    fn reply(self, assembled: Assembled) -> Reply {
+        let message = &assembled.message;
+        let text = message.text();
+        let refusal = message.refusal().filter(|_| text.is_empty());
+        Reply {
+            is_refusal: refusal.is_some(),
+            text: refusal.unwrap_or(text),
+            reasoning: message.reasoning(),
+            usage: self.usage,
+            tool_calls: self.records,
+            finish_reason: assembled.finish,
+        }
+    }
+}
+
+/// The agent event a provider event becomes, if any.
+fn forward(event: StreamEvent) -> Option<AgentEvent> {
+    Some(match event {
+        StreamEvent::TextDelta(t) => AgentEvent::TextDelta(t),
+        StreamEvent::ReasoningDelta(t) => AgentEvent::ReasoningDelta(t),
+        StreamEvent::RefusalDelta(t) => AgentEvent::RefusalDelta(t),
+        StreamEvent::ToolCallDelta(d) => AgentEvent::ToolCallDelta(d),
+        // Usage is reported once per call, after it; the finish reason is on the reply.
+        _ => return None,
+    })
+}

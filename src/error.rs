@@ -1,0 +1,99 @@
+//! The crate's error type.
+
+use std::error::Error as StdError;
+
+use crate::history::HistoryError;
+use crate::provider::ProviderError;
+
+/// A boxed error from a lower layer, kept as a source.
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// `Result` with [`enum@Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a turn ended without a reply.
+///
+/// Tool failures are not errors: they become tool results the model reads.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The model endpoint failed; slash commands still work.
+    #[error("LLM unavailable")]
+    Provider(#[from] ProviderError),
+    /// The conversation could not be loaded or saved.
+    #[error("history store failed")]
+    History(#[from] HistoryError),
+    /// The turn was cancelled; what had streamed is kept in history, marked
+    /// interrupted.
+    #[error("turn cancelled")]
+    Cancelled,
+}
+
+impl Error {
+    /// A one-line message a bot can show its user, with the cause.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::{Error, provider::ProviderError};
+    /// let e = Error::from(ProviderError::Config("no model set".into()));
+    /// assert_eq!(
+    ///     e.user_message(),
+    ///     "LLM unavailable: invalid provider configuration: no model set — slash commands still work"
+    /// );
+    /// ```
+    pub fn user_message(&self) -> String {
+        match self {
+            Error::Provider(e) => {
+                format!("LLM unavailable: {} — slash commands still work", e.chain())
+            }
+            Error::History(e) => format!("Conversation history unavailable: {}", e.chain()),
+            Error::Cancelled => "Cancelled.".to_owned(),
+        }
+    }
+}
+
+/// Joins an error and its sources with ": ".
+pub(crate) fn chain(error: &dyn StdError) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        // Transparent wrappers repeat their source's message; skip the echo.
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn error_is_send_sync_and_small() {
+        assert_send_sync::<Error>();
+        assert!(std::mem::size_of::<Result<(), Error>>() <= 80);
+    }
+
+    #[test]
+    fn user_message_names_the_cause() {
+        let e = Error::from(ProviderError::GaveUp {
+            attempts: 3,
+            elapsed: std::time::Duration::from_secs(2),
+            last: Box::new(ProviderError::Status {
+                status: 503,
+                message: "overloaded".into(),
+                retry_after: None,
+            }),
+        });
+        assert_eq!(
+            e.user_message(),
+            "LLM unavailable: gave up after 3 attempts over 2s: server answered 503: overloaded — slash commands still work"
+        );
+    }
+}

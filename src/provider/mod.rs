@@ -1,0 +1,286 @@
+//! Model endpoints.
+//!
+//! A [`Provider`] takes a [`ChatRequest`] (the conversation, the tools on offer,
+//! the [`ModelSettings`]) and returns a stream of [`StreamEvent`]s: text,
+//! reasoning and tool-call deltas, usage, and a [`FinishReason`]. An
+//! [`Assembler`] folds those events back into a [`Message`]; the agent uses it
+//! for every model call, and so can any test. Failures are
+//! [`ProviderError`]s; [`RetryPolicy`] decides which are retried.
+//!
+//! [`OpenAiCompatible`] (feature `openai`, on by default) speaks the chat
+//! completions dialect that `OpenAI`, Ollama, vLLM, llama.cpp and LM Studio share.
+
+pub(crate) mod assemble;
+mod error;
+#[cfg(feature = "openai")]
+mod openai;
+mod retry;
+mod think;
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+pub use assemble::{Assembled, Assembler};
+pub use error::ProviderError;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
+pub use openai::OpenAiCompatible;
+pub use retry::RetryPolicy;
+pub use think::ThinkSplitter;
+
+use crate::message::{Message, ToolSpec, Usage};
+
+/// The events of one model call, in the order the model produced them.
+pub type EventStream<'a> = BoxStream<'a, Result<StreamEvent, ProviderError>>;
+
+/// A model endpoint: one dialect, one model.
+///
+/// Implementations are shared as `Arc<dyn Provider>` between conversations.
+/// The agent calls [`stream`](Provider::stream) once per model call and reads
+/// the stream to its end; dropping the stream early abandons the call.
+///
+/// # Examples
+/// ```
+/// # use ferrobot::{Agent, testing::MockProvider};
+/// # use std::sync::Arc;
+/// use ferrobot::provider::Provider;
+/// let provider: Arc<dyn Provider> = Arc::new(MockProvider::replying("hi"));
+/// assert_eq!(provider.name(), "mock");
+/// ```
+pub trait Provider: Send + Sync + fmt::Debug {
+    /// Starts one model call. Errors that happen before anything streamed
+    /// (unreachable endpoint, error status) come as the stream's first item.
+    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a>;
+
+    /// Probes the endpoint: is it reachable, does it serve the configured model,
+    /// how long did it take. Never takes longer than about five seconds.
+    fn health(&self) -> BoxFuture<'_, Health>;
+
+    /// The dialect's short name, e.g. `"openai"`; used in traces.
+    fn name(&self) -> &str;
+
+    /// The model requests go to, e.g. `"qwen3:8b"`; used in traces.
+    fn model(&self) -> &str;
+}
+
+/// What one model call is given.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ChatRequest<'a> {
+    /// Instructions sent before the conversation, if any.
+    pub system: Option<&'a str>,
+    /// The conversation so far, oldest first.
+    pub messages: &'a [Message],
+    /// The tools the model may call; empty when tools are withdrawn.
+    pub tools: &'a [ToolSpec],
+    /// Per-call settings; `None` fields fall back to the provider's own.
+    pub settings: &'a ModelSettings,
+    /// Fires when the caller gives up on the call.
+    pub cancel: &'a CancellationToken,
+}
+
+impl<'a> ChatRequest<'a> {
+    /// A request for the given conversation, with no system prompt, no tools
+    /// and default settings.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::{Message, provider::ChatRequest};
+    /// let messages = [Message::user("hi")];
+    /// let request = ChatRequest::new(&messages);
+    /// assert!(request.tools.is_empty());
+    /// ```
+    pub fn new(messages: &'a [Message]) -> Self {
+        static SETTINGS: ModelSettings = ModelSettings::DEFAULT;
+        static NEVER: std::sync::LazyLock<CancellationToken> =
+            std::sync::LazyLock::new(CancellationToken::new);
+        Self {
+            system: None,
+            messages,
+            tools: &[],
+            settings: &SETTINGS,
+            cancel: &NEVER,
+        }
+    }
+
+    /// Sets the system prompt.
+    #[must_use]
+    pub fn system(mut self, system: Option<&'a str>) -> Self {
+        self.system = system;
+        self
+    }
+
+    /// Sets the tools on offer.
+    #[must_use]
+    pub fn tools(mut self, tools: &'a [ToolSpec]) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets the model settings.
+    #[must_use]
+    pub fn settings(mut self, settings: &'a ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Sets the cancellation token.
+    #[must_use]
+    pub fn cancel(mut self, cancel: &'a CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+}
+
+/// Sampling settings for a model call. Unset fields use the provider's.
+///
+/// # Examples
+/// ```
+/// use ferrobot::provider::ModelSettings;
+/// let settings = ModelSettings::builder().temperature(0.2).max_tokens(512).build();
+/// assert_eq!(settings.max_tokens, Some(512));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, bon::Builder)]
+#[non_exhaustive]
+pub struct ModelSettings {
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Upper bound on generated tokens.
+    pub max_tokens: Option<u32>,
+}
+
+impl ModelSettings {
+    const DEFAULT: ModelSettings = ModelSettings {
+        temperature: None,
+        max_tokens: None,
+    };
+}
+
+/// One thing a model call produced.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StreamEvent {
+    /// A piece of the answer's text.
+    TextDelta(String),
+    /// A piece of the model's reasoning.
+    ReasoningDelta(String),
+    /// The signature that closes the current reasoning (dialects that sign it).
+    ReasoningSignature(String),
+    /// A piece of a refusal.
+    RefusalDelta(String),
+    /// A piece of a tool call.
+    ToolCallDelta(ToolCallDelta),
+    /// Token counts for this call so far; a later event replaces an earlier one.
+    Usage(Usage),
+    /// Why the model stopped. The stream ends after it.
+    Finish(FinishReason),
+}
+
+/// A fragment of a tool call, keyed by its position among the call's tool calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolCallDelta {
+    /// Position of the call in this message; fragments of one call share it.
+    pub index: usize,
+    /// The call's id, when this fragment carries it.
+    pub id: Option<String>,
+    /// The tool's name, when this fragment carries it.
+    pub name: Option<String>,
+    /// The next piece of the arguments' JSON text.
+    pub arguments: String,
+}
+
+/// Why the model stopped generating.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// A natural end of the answer.
+    Stop,
+    /// The model asked for tools.
+    ToolCalls,
+    /// The token limit cut the answer short.
+    Length,
+    /// A content filter stopped the answer.
+    ContentFilter,
+    /// Anything else, as the provider named it.
+    Other(String),
+}
+
+impl FinishReason {
+    /// Maps a provider's raw value (`"stop"`, `"tool_calls"`, …) to a finish reason.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::provider::FinishReason;
+    /// assert_eq!(FinishReason::from_raw("length"), FinishReason::Length);
+    /// assert_eq!(FinishReason::from_raw("end_turn"), FinishReason::Stop);
+    /// ```
+    pub fn from_raw(raw: &str) -> Self {
+        match raw {
+            "stop" | "end_turn" | "stop_sequence" | "STOP" | "completed" => FinishReason::Stop,
+            "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
+            "length" | "max_tokens" | "MAX_TOKENS" | "incomplete" => FinishReason::Length,
+            "content_filter" | "SAFETY" | "refusal" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(other) => other,
+        })
+    }
+}
+
+/// The result of [`Provider::health`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Health {
+    /// Whether the endpoint answered.
+    pub reachable: bool,
+    /// Whether the configured model is served; `None` when the endpoint
+    /// cannot say.
+    pub model_present: Option<bool>,
+    /// How long the probe took.
+    pub latency: Duration,
+    /// What went wrong, when something did.
+    pub detail: Option<String>,
+}
+
+impl Health {
+    /// A healthy endpoint serving the model.
+    pub fn ok(latency: Duration) -> Self {
+        Self {
+            reachable: true,
+            model_present: Some(true),
+            latency,
+            detail: None,
+        }
+    }
+
+    /// An endpoint that could not be reached.
+    pub fn unreachable(latency: Duration, detail: impl Into<String>) -> Self {
+        Self {
+            reachable: false,
+            model_present: None,
+            latency,
+            detail: Some(detail.into()),
+        }
+    }
+
+    /// Whether the endpoint is reachable and the model is not known to be missing.
+    pub fn is_ok(&self) -> bool {
+        self.reachable && self.model_present != Some(false)
+    }
+}

@@ -1,0 +1,261 @@
+//! Turning chat-completions chunks into [`StreamEvent`]s.
+
+use super::wire::{Chunk, Delta, WireCall, stream_error_message};
+use crate::provider::{FinishReason, ProviderError, StreamEvent, ThinkSplitter, ToolCallDelta};
+
+/// Decodes one call's chunks, in order, into events.
+///
+/// It owns the quirks of the servers that speak this dialect: tool-call
+/// fragments without an `index`, `finish_reason: ""`, a finish reason before
+/// the usage chunk, both `reasoning_content` and `reasoning`, and inline
+/// `<think>` tags.
+#[derive(Debug, Default)]
+pub(super) struct Decoder {
+    think: Option<ThinkSplitter>,
+    /// Per call position: the server's `index` (if it sent one) and id.
+    slots: Vec<Slot>,
+    finish: Option<FinishReason>,
+    saw_done: bool,
+    saw_data: bool,
+}
+
+#[derive(Debug)]
+struct Slot {
+    wire_index: Option<usize>,
+    id: String,
+    named: bool,
+}
+
+impl Decoder {
+    pub(super) fn new(split_think_tags: bool) -> Self {
+        Self {
+            think: split_think_tags.then(ThinkSplitter::new),
+            ..Self::default()
+        }
+    }
+
+    /// Decodes one SSE `data:` payload, pushing events onto `out`.
+    pub(super) fn data(
+        &mut self,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.saw_done = true;
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
+            message: format!("{e} in chunk {}", preview(data)),
+        })?;
+        self.saw_data = true;
+        self.chunk(chunk, out)
+    }
+
+    /// Decodes one parsed chunk or whole response.
+    pub(super) fn chunk(
+        &mut self,
+        chunk: Chunk,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        if let Some(error) = chunk.error {
+            return Err(ProviderError::Stream {
+                message: stream_error_message(&error),
+            });
+        }
+        // With `n > 1` the first choice is the reply; the others are ignored.
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(delta) = choice.delta {
+                self.delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+                self.finish = Some(FinishReason::from_raw(&reason));
+            }
+        }
+        if let Some(usage) = chunk.usage.or_else(|| chunk.x_groq.and_then(|x| x.usage)) {
+            out.push(StreamEvent::Usage(usage.into()));
+        }
+        Ok(())
+    }
+
+    fn delta(&mut self, delta: Delta, out: &mut Vec<StreamEvent>) {
+        if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning)
+            && !reasoning.is_empty()
+        {
+            out.push(StreamEvent::ReasoningDelta(reasoning));
+        }
+        if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+            match &mut self.think {
+                Some(splitter) => {
+                    splitter.push(&content, |r, piece| out.push(text_event(r, piece)))
+                }
+                None => out.push(StreamEvent::TextDelta(content)),
+            }
+        }
+        if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
+            out.push(StreamEvent::RefusalDelta(refusal));
+        }
+        for call in delta.tool_calls.into_iter().flatten() {
+            self.call(call, out);
+        }
+        if let Some(function) = delta.function_call {
+            self.call(
+                WireCall {
+                    index: Some(0),
+                    id: None,
+                    function: Some(function),
+                },
+                out,
+            );
+        }
+    }
+
+    fn call(&mut self, call: WireCall, out: &mut Vec<StreamEvent>) {
+        let (name, arguments) = match call.function {
+            Some(f) => (f.name.filter(|n| !n.is_empty()), f.arguments.0),
+            None => (None, String::new()),
+        };
+        let id = call.id.filter(|id| !id.is_empty());
+        let index = self.slot(call.index, id.as_deref(), name.is_some());
+        out.push(StreamEvent::ToolCallDelta(ToolCallDelta {
+            index,
+            id,
+            name,
+            arguments,
+        }));
+    }
+
+    /// The position of the call a fragment belongs to. With an `index`, that
+    /// index names the call. Without one, a fragment starts a new call when it
+    /// carries a new id, or a name while the last call already has one.
+    fn slot(&mut self, wire_index: Option<usize>, id: Option<&str>, named: bool) -> usize {
+        let found = match wire_index {
+            Some(i) => self.slots.iter().position(|s| s.wire_index == Some(i)),
+            None => self.slots.last().and_then(|last| {
+                let new_id = id.is_some_and(|id| id != last.id);
+                let new_name = id.is_none() && named && last.named;
+                (!new_id && !new_name).then_some(self.slots.len() - 1)
+            }),
+        };
+        let position = found.unwrap_or_else(|| {
+            self.slots.push(Slot {
+                wire_index,
+                id: String::new(),
+                named: false,
+            });
+            self.slots.len() - 1
+        });
+        let slot = &mut self.slots[position];
+        if let Some(id) = id
+            && slot.id.is_empty()
+        {
+            id.clone_into(&mut slot.id);
+        }
+        slot.named |= named;
+        position
+    }
+
+    /// Ends the stream: flushes held-back text and emits the finish reason.
+    pub(super) fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        if let Some(splitter) = &mut self.think {
+            splitter.finish(|r, piece| out.push(text_event(r, piece)));
+        }
+        let finish = match self.finish.take() {
+            Some(finish) => finish,
+            None if self.saw_done && !self.slots.is_empty() => FinishReason::ToolCalls,
+            None if self.saw_done => FinishReason::Stop,
+            None if !self.saw_data => {
+                return Err(ProviderError::Decode {
+                    message: "the server closed the stream without sending any data".into(),
+                });
+            }
+            None => {
+                return Err(ProviderError::Stream {
+                    message: "the connection closed before the reply finished \
+                              (no finish_reason and no [DONE])"
+                        .into(),
+                });
+            }
+        };
+        out.push(StreamEvent::Finish(finish));
+        Ok(())
+    }
+}
+
+fn text_event(is_reasoning: bool, piece: &str) -> StreamEvent {
+    if is_reasoning {
+        StreamEvent::ReasoningDelta(piece.to_owned())
+    } else {
+        StreamEvent::TextDelta(piece.to_owned())
+    }
+}
+
+/// The start of a payload, for error messages.
+pub(super) fn preview(data: &str) -> String {
+    match data.char_indices().nth(200) {
+        Some((cut, _)) => format!("`{}…`", &data[..cut]),
+        None => format!("`{data}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Assembler;
+    use serde_json::json;
+
+    fn decode(lines: &[&str]) -> Result<crate::provider::Assembled, ProviderError> {
+        let mut decoder = Decoder::new(true);
+        let mut events = Vec::new();
+        for line in lines {
+            decoder.data(line, &mut events)?;
+        }
+        decoder.end(&mut events)?;
+        let mut a = Assembler::new();
+        events.iter().for_each(|e| a.push(e));
+        Ok(a.finish())
+    }
+
+    #[test]
+    fn calls_without_index_are_told_apart_by_id_or_name() {
+        let out = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"x\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"g","arguments":""}}]},"finish_reason":"tool_calls"}]}"#,
+        ])
+        .unwrap();
+        let calls: Vec<_> = out.message.tool_calls().cloned().collect();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].arguments, json!({"x": 1}));
+        assert_eq!(calls[1].name, "g");
+        assert_eq!(calls[1].arguments, json!({}));
+    }
+
+    #[test]
+    fn empty_finish_reason_is_ignored_and_done_ends_the_reply() {
+        let out = decode(&[
+            r#"{"choices":[{"delta":{"content":"hi"},"finish_reason":""}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert_eq!(out.finish, Some(FinishReason::Stop));
+    }
+
+    #[test]
+    fn error_object_in_the_stream_is_surfaced() {
+        let err = decode(&[r#"{"error":{"message":"overloaded","code":503}}"#]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "server reported an error mid-stream: overloaded"
+        );
+    }
+
+    #[test]
+    fn a_cut_stream_is_an_error_not_a_short_reply() {
+        let err = decode(&[r#"{"choices":[{"delta":{"content":"hal"}}]}"#]).unwrap_err();
+        assert!(err.to_string().contains("closed before the reply finished"));
+    }
+}

@@ -1,0 +1,385 @@
+//! The chat-completions wire format: request bodies out, chunks and responses in.
+//!
+//! Each chunk is parsed once, straight into these typed structs; fields we
+//! don't use (logprobs, obfuscation padding, provider extras) are skipped by
+//! serde without being materialised.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::message::{Message, Part, Role, ToolSpec, Usage};
+
+// ---- request ----------------------------------------------------------------
+
+#[derive(Serialize)]
+pub(super) struct Body<'a> {
+    pub(super) model: &'a str,
+    pub(super) messages: Messages<'a>,
+    #[serde(skip_serializing_if = "Tools::is_empty")]
+    pub(super) tools: Tools<'a>,
+    pub(super) stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) max_tokens: Option<u32>,
+    #[serde(flatten)]
+    pub(super) extra: &'a Map<String, Value>,
+}
+
+#[derive(Serialize)]
+pub(super) struct StreamOptions {
+    pub(super) include_usage: bool,
+}
+
+/// The system prompt followed by the conversation, one wire message per
+/// message, except tool messages, which become one wire message per result.
+pub(super) struct Messages<'a> {
+    pub(super) system: Option<&'a str>,
+    pub(super) messages: &'a [Message],
+}
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        if let Some(system) = self.system {
+            seq.serialize_element(&TextMessage {
+                role: "system",
+                content: system,
+            })?;
+        }
+        for message in self.messages {
+            match message.role {
+                Role::System | Role::User => {
+                    let role = if message.role == Role::System {
+                        "system"
+                    } else {
+                        "user"
+                    };
+                    seq.serialize_element(&TextMessage {
+                        role,
+                        content: &message.text(),
+                    })?;
+                }
+                Role::Assistant => seq.serialize_element(&AssistantMessage(message))?,
+                Role::Tool => {
+                    for result in message.tool_results_iter() {
+                        seq.serialize_element(&ToolMessage {
+                            role: "tool",
+                            tool_call_id: &result.call_id,
+                            content: &result.content,
+                        })?;
+                    }
+                }
+            }
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct TextMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ToolMessage<'a> {
+    role: &'static str,
+    tool_call_id: &'a str,
+    content: &'a str,
+}
+
+struct AssistantMessage<'a>(&'a Message);
+
+impl Serialize for AssistantMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let message = self.0;
+        // A refusal is sent back as the assistant's text: few servers besides
+        // OpenAI accept a `refusal` field on input messages.
+        let content: String = message
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text { text } | Part::Refusal { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let has_calls = message.tool_calls().next().is_some();
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("role", "assistant")?;
+        if content.is_empty() && has_calls {
+            map.serialize_entry("content", &Option::<&str>::None)?;
+        } else {
+            map.serialize_entry("content", &content)?;
+        }
+        if has_calls {
+            map.serialize_entry("tool_calls", &ToolCalls(message))?;
+        }
+        map.end()
+    }
+}
+
+struct ToolCalls<'a>(&'a Message);
+
+impl Serialize for ToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        for call in self.0.tool_calls() {
+            // Arguments that were not valid JSON are kept as a JSON string;
+            // send the model's own text back rather than a quoted copy.
+            let arguments = match &call.arguments {
+                Value::String(raw) => raw.clone(),
+                other => other.to_string(),
+            };
+            seq.serialize_element(&WireCallOut {
+                id: &call.id,
+                kind: "function",
+                function: WireFunctionOut {
+                    name: &call.name,
+                    arguments,
+                },
+            })?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct WireCallOut<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionOut<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+pub(super) struct Tools<'a>(pub(super) &'a [ToolSpec]);
+
+impl Tools<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tool<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            function: &'a ToolSpec,
+        }
+        s.collect_seq(self.0.iter().map(|spec| Tool {
+            kind: "function",
+            function: spec,
+        }))
+    }
+}
+
+// ---- response ---------------------------------------------------------------
+
+/// One streamed chunk (`chat.completion.chunk`) or a whole non-streamed
+/// response (`chat.completion`): the two share this shape, with `delta` in
+/// the first and `message` in the second.
+#[derive(Deserialize)]
+pub(super) struct Chunk {
+    #[serde(default)]
+    pub(super) choices: Vec<Choice>,
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
+    /// Groq reports streamed usage here instead of in `usage`.
+    #[serde(default)]
+    pub(super) x_groq: Option<XGroq>,
+    #[serde(default)]
+    pub(super) error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct XGroq {
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Choice {
+    #[serde(default)]
+    pub(super) index: u32,
+    #[serde(default, alias = "message")]
+    pub(super) delta: Option<Delta>,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Delta {
+    #[serde(default)]
+    pub(super) content: Option<String>,
+    #[serde(default)]
+    pub(super) reasoning_content: Option<String>,
+    #[serde(default)]
+    pub(super) reasoning: Option<String>,
+    #[serde(default)]
+    pub(super) refusal: Option<String>,
+    #[serde(default)]
+    pub(super) tool_calls: Option<Vec<WireCall>>,
+    /// The legacy `functions` API: one call, no id.
+    #[serde(default)]
+    pub(super) function_call: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireCall {
+    #[serde(default)]
+    pub(super) index: Option<usize>,
+    #[serde(default)]
+    pub(super) id: Option<String>,
+    #[serde(default)]
+    pub(super) function: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireFunction {
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) arguments: Arguments,
+}
+
+/// Argument text. Some servers send an object instead of a JSON string;
+/// it is re-encoded so every path yields text.
+#[derive(Default)]
+pub(super) struct Arguments(pub(super) String);
+
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Arguments;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON string or object of arguments")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Arguments, E> {
+                Ok(Arguments(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Arguments, E> {
+                Ok(Arguments(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Arguments, E> {
+                Ok(Arguments(String::new()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Arguments, E> {
+                Ok(Arguments(String::new()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Arguments, A::Error> {
+                let value = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Arguments(value.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Usage {
+        Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+            reasoning_tokens: u
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
+            cached_tokens: u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// The server's own words from an error body: `{"error": {"message": …}}`,
+/// `{"error": "…"}`, `{"message": …}` or `{"detail": …}`; else the body's start.
+pub(super) fn error_message(body: &str) -> String {
+    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        let error = v.get("error").unwrap_or(&v);
+        error
+            .get("message")
+            .or_else(|| error.get("detail"))
+            .unwrap_or(error)
+            .as_str()
+            .map(str::to_owned)
+    });
+    from_json.unwrap_or_else(|| {
+        let body = body.trim();
+        match body.char_indices().nth(500) {
+            Some((cut, _)) => format!("{}…", &body[..cut]),
+            None if body.is_empty() => "(empty body)".to_owned(),
+            None => body.to_owned(),
+        }
+    })
+}
+
+/// The message of an `{"error": …}` object found inside a stream.
+pub(super) fn stream_error_message(error: &Value) -> String {
+    error
+        .get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| error.to_string(), str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_come_from_every_common_shape() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","type":"auth"}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            error_message(r#"{"error":"model \"x\" not found"}"#),
+            "model \"x\" not found"
+        );
+        assert_eq!(
+            error_message(r#"{"object":"error","message":"too long"}"#),
+            "too long"
+        );
+        assert_eq!(error_message("Bad Gateway"), "Bad Gateway");
+        assert_eq!(error_message(""), "(empty body)");
+    }
+}

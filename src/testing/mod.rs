@@ -1,0 +1,13 @@
+//! Testing agents without a network or a model.
+//!
+//! [`MockProvider`] answers model calls from a script of [`MockTurn`]s (or a
+//! function of the request) and records every [`RecordedRequest`], so a test
+//! can assert both what the agent replied and what the model was sent.
+//! [`OpenAiStream`], [`text_sse`] and [`tool_call_sse`] build OpenAI-format
+//! response bodies for tests that serve a real HTTP endpoint instead.
+
+mod mock;
+mod openai;
+
+pub use mock::{MockProvider, MockTurn, RecordedRequest};
+pub use openai::{OpenAiStream, sse_body, text_sse, tool_call_sse};

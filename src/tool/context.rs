@@ -1,0 +1,146 @@
+//! What a running tool can see and do besides its arguments.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::ToolError;
+
+/// Typed values shared by every tool of an agent, keyed by type.
+#[derive(Clone, Default)]
+pub(crate) struct SharedState(Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl SharedState {
+    pub(crate) fn from_values(values: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>) -> Self {
+        Self(Arc::new(values.into_iter().collect()))
+    }
+}
+
+/// Delivers a message to a conversation outside any turn, for
+/// [`ToolContext::notify_later`]. Bots implement it with their `send`.
+///
+/// Closures `Fn(String, String) -> impl Future<Output = ()>` taking the
+/// conversation id and the text implement it.
+pub trait Notifier: Send + Sync + 'static {
+    /// Sends `text` to `conversation`. Called from a background task once the
+    /// requested delay has passed.
+    fn notify(&self, conversation: String, text: String) -> BoxFuture<'static, ()>;
+}
+
+impl<F, Fut> Notifier for F
+where
+    F: Fn(String, String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    fn notify(&self, conversation: String, text: String) -> BoxFuture<'static, ()> {
+        Box::pin(self(conversation, text))
+    }
+}
+
+/// What a tool call receives besides its arguments: which conversation asked,
+/// a cancellation token, the agent's shared state, and a way to message the
+/// user later.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::ToolContext;
+/// let ctx = ToolContext::for_test("alice");
+/// assert_eq!(ctx.conversation(), "alice");
+/// assert!(ctx.state::<u32>().is_none());
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    conversation: Arc<str>,
+    call_id: String,
+    cancel: CancellationToken,
+    state: SharedState,
+    notifier: Option<Arc<dyn Notifier>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("conversation", &self.conversation)
+            .field("call_id", &self.call_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    pub(crate) fn new(
+        conversation: Arc<str>,
+        call_id: String,
+        cancel: CancellationToken,
+        state: SharedState,
+        notifier: Option<Arc<dyn Notifier>>,
+    ) -> Self {
+        Self {
+            conversation,
+            call_id,
+            cancel,
+            state,
+            notifier,
+        }
+    }
+
+    /// A context for calling a tool directly in a unit test: no state, no
+    /// notifier, never cancelled.
+    pub fn for_test(conversation: &str) -> Self {
+        Self::new(
+            conversation.into(),
+            "call_test".into(),
+            CancellationToken::new(),
+            SharedState::default(),
+            None,
+        )
+    }
+
+    /// The conversation this call belongs to (a user or chat id).
+    pub fn conversation(&self) -> &str {
+        &self.conversation
+    }
+
+    /// The id of this tool call.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// Fires when the turn is cancelled or the call times out; long-running
+    /// tools should stop early when it does.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// The shared value of type `T` the agent was built with
+    /// (`Agent::builder().state(…)`), if any.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state.0.get(&TypeId::of::<T>())?.downcast_ref()
+    }
+
+    /// Sends `text` to this conversation after `delay`, outside the turn —
+    /// e.g. "powering off now" just before a scheduled shutdown.
+    ///
+    /// # Errors
+    /// When the agent has no notifier (`Agent::builder().notifier(…)`), so
+    /// the tool can tell the model it could not schedule the message.
+    pub fn notify_later(&self, text: impl Into<String>, delay: Duration) -> Result<(), ToolError> {
+        let Some(notifier) = self.notifier.clone() else {
+            return Err(ToolError::new(
+                "this agent cannot send messages later: it was built without a notifier",
+            ));
+        };
+        let conversation = self.conversation.to_string();
+        let text = text.into();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            notifier.notify(conversation, text).await;
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,207 @@
+//! Tools from closures over a typed arguments struct.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{IntoToolOutput, Tool, ToolContext, ToolError, fill_placeholders};
+use crate::message::ToolSpec;
+
+type Handler =
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<String, ToolError>> + Send + Sync;
+
+/// A tool made by [`from_fn`].
+#[derive(Clone)]
+pub struct FnTool {
+    spec: ToolSpec,
+    handler: Arc<Handler>,
+    confirm: Option<String>,
+    exclusive: bool,
+    timeout: Option<Duration>,
+}
+
+impl fmt::Debug for FnTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnTool")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes a tool from an async closure taking a typed arguments struct and the
+/// [`ToolContext`].
+///
+/// The arguments type gives the JSON Schema the model sees (doc comments
+/// become descriptions) and parses the model's arguments; a mismatch goes back
+/// to the model as an error result naming the problem, and the closure is
+/// not called. The return value may be anything [`IntoToolOutput`].
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::from_fn;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddArgs {
+///     /// The first operand.
+///     a: i64,
+///     /// The second operand.
+///     b: i64,
+/// }
+///
+/// let add = from_fn("add", "Add two integers.", |args: AddArgs, _ctx| async move { args.a + args.b });
+/// let delete = from_fn("delete_file", "Delete a file.", |args: serde_json::Value, _ctx| async move { () })
+///     .confirm("Delete {path}?");
+/// # let _ = (add, delete);
+/// ```
+pub fn from_fn<A, F, Fut, O>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    f: F,
+) -> FnTool
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = O> + Send + 'static,
+    O: IntoToolOutput,
+{
+    let f = Arc::new(f);
+    let handler = move |arguments: Value,
+                        ctx: ToolContext|
+          -> BoxFuture<'static, Result<String, ToolError>> {
+        let parsed = A::deserialize(&arguments);
+        let f = Arc::clone(&f);
+        Box::pin(async move {
+            let args = parsed.map_err(|e| {
+                ToolError::new(format!(
+                    "invalid arguments: {e}. Check the tool's schema and call it again."
+                ))
+            })?;
+            f(args, ctx).await.into_tool_output()
+        })
+    };
+    FnTool {
+        spec: ToolSpec::new(name, description, schema_for::<A>()),
+        handler: Arc::new(handler),
+        confirm: None,
+        exclusive: false,
+        timeout: None,
+    }
+}
+
+/// The JSON Schema of `A`, inlined (no `$defs`) and without `$schema`, which
+/// several providers reject.
+fn schema_for<A: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+            s.inline_subschemas = true;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<A>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.remove("title");
+        // A free-form arguments value (`serde_json::Value`) has an empty
+        // schema; providers want an object.
+        if map.is_empty() {
+            map.insert("type".into(), "object".into());
+        }
+    }
+    schema
+}
+
+impl FnTool {
+    /// Asks the user before each call. `{name}` placeholders are filled from
+    /// the arguments. By default, no confirmation.
+    #[must_use]
+    pub fn confirm(mut self, prompt: impl Into<String>) -> Self {
+        self.confirm = Some(prompt.into());
+        self
+    }
+
+    /// Runs the tool alone. By default, `false`.
+    #[must_use]
+    pub fn exclusive(mut self, exclusive: bool) -> Self {
+        self.exclusive = exclusive;
+        self
+    }
+
+    /// Limits how long a call may take. By default, the agent's (60 s).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+impl Tool for FnTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, arguments: Value, ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>> {
+        (self.handler)(arguments, ctx)
+    }
+
+    fn confirmation(&self, arguments: &Value) -> Option<String> {
+        self.confirm
+            .as_deref()
+            .map(|t| fill_placeholders(t, arguments))
+    }
+
+    fn is_exclusive(&self) -> bool {
+        self.exclusive
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Args {
+        /// How many.
+        n: u32,
+        label: Option<String>,
+    }
+
+    #[tokio::test]
+    async fn parses_arguments_and_reports_mismatches() {
+        let tool = from_fn("count", "Count.", |a: Args, _| async move {
+            format!("{}{}", a.n, a.label.unwrap_or_default())
+        });
+        let ok = tool.call(json!({"n": 3}), ToolContext::for_test("t")).await;
+        assert_eq!(ok.unwrap(), "3");
+        let bad = tool
+            .call(json!({"n": "three"}), ToolContext::for_test("t"))
+            .await
+            .unwrap_err();
+        assert!(
+            bad.message()
+                .starts_with("invalid arguments: invalid type: string \"three\""),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn schema_is_an_inlined_object_with_descriptions() {
+        let tool = from_fn("count", "Count.", |_: Args, _| async {});
+        let schema = &tool.spec().parameters;
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["n"]["description"], "How many.");
+        assert!(schema.get("$schema").is_none());
+    }
+}

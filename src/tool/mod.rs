@@ -1,0 +1,297 @@
+//! Tools the model can call.
+//!
+//! A [`Tool`] has a [`ToolSpec`] (name, description, JSON Schema of its
+//! arguments) and an async `call` that takes the arguments and a
+//! [`ToolContext`]. [`from_fn`] makes one from a closure over a typed
+//! arguments struct; [`IntoTool`] is what `Agent::builder().tool(…)` accepts.
+//! The agent keeps its tools in a [`ToolRegistry`], which also knows which are
+//! enabled.
+//!
+//! A tool never fails the turn: what it returns, its error, a panic or a
+//! time-out all become a [`ToolResult`](crate::ToolResult) the model reads.
+
+pub(crate) mod context;
+mod func;
+mod registry;
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+pub use context::{Notifier, ToolContext};
+pub use func::{FnTool, from_fn};
+pub use registry::ToolRegistry;
+
+use crate::message::ToolSpec;
+
+/// Something the model can ask to run.
+///
+/// Most tools come from [`from_fn`] (or, later, `#[tool]`); implement the
+/// trait by hand for full control.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::{Tool, ToolContext, ToolError};
+/// use ferrobot::ToolSpec;
+/// use futures_util::future::BoxFuture;
+/// use serde_json::{json, Value};
+///
+/// struct Uptime { spec: ToolSpec }
+///
+/// impl Tool for Uptime {
+///     fn spec(&self) -> &ToolSpec { &self.spec }
+///     fn call(&self, _args: Value, _ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>> {
+///         Box::pin(async { Ok("up 3 days".to_owned()) })
+///     }
+/// }
+///
+/// let uptime = Uptime {
+///     spec: ToolSpec::new("uptime", "How long this machine has been up.", json!({"type": "object", "properties": {}})),
+/// };
+/// assert_eq!(uptime.name(), "uptime");
+/// ```
+pub trait Tool: Send + Sync + 'static {
+    /// What the model is told about the tool.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the tool. Called only after the agent checked that the tool is
+    /// enabled and available, and got the user's approval if
+    /// [`confirmation`](Self::confirmation) asked for it. The returned text,
+    /// or the error's message, is what the model reads.
+    fn call(&self, arguments: Value, ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>>;
+
+    /// The tool's name; by default the spec's.
+    fn name(&self) -> &str {
+        &self.spec().name
+    }
+
+    /// The question to ask the user before running with these arguments, or
+    /// `None` to run without asking. By default, `None`.
+    fn confirmation(&self, arguments: &Value) -> Option<String> {
+        let _ = arguments;
+        None
+    }
+
+    /// Whether the tool must run alone: no other tool of this agent runs
+    /// while it does. By default, `false`.
+    fn is_exclusive(&self) -> bool {
+        false
+    }
+
+    /// How long a call may take; `None` uses the agent's default (60 s).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Whether the tool can run on this machine. An unavailable tool stays
+    /// listed; a call answers with the reason instead of running. By default,
+    /// available.
+    ///
+    /// # Errors
+    /// A one-line reason, e.g. "needs `nvidia-smi` on PATH".
+    fn availability(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl fmt::Debug for dyn Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Converts a value into a shareable tool; `Agent::builder().tool(…)` takes it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool",
+    note = "implement `ferrobot::tool::Tool`, or build one with `ferrobot::tool::from_fn`"
+)]
+pub trait IntoTool {
+    /// Makes the shareable tool.
+    fn into_tool(self) -> std::sync::Arc<dyn Tool>;
+}
+
+impl<T: Tool> IntoTool for T {
+    fn into_tool(self) -> std::sync::Arc<dyn Tool> {
+        std::sync::Arc::new(self)
+    }
+}
+
+impl IntoTool for std::sync::Arc<dyn Tool> {
+    fn into_tool(self) -> std::sync::Arc<dyn Tool> {
+        self
+    }
+}
+
+/// A tool's failure, as the model will read it.
+///
+/// Any `std::error::Error` converts into it, so `?` works in tool bodies.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::ToolError;
+/// let e = ToolError::new("no such mount point: /data");
+/// assert_eq!(e.to_string(), "no such mount point: /data");
+/// let io: ToolError = std::io::Error::other("disk on fire").into();
+/// assert_eq!(io.message(), "disk on fire");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// An error with this message.
+    pub fn new(message: impl fmt::Display) -> Self {
+        Self {
+            message: message.to_string(),
+        }
+    }
+
+    /// The message the model will read.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        Self::new(crate::error::chain(&error))
+    }
+}
+
+/// What a tool function may return: text as is, `()` as a short success note,
+/// JSON values and numbers as their JSON text, and `Result`s whose error goes
+/// to the model as an error result.
+pub trait IntoToolOutput {
+    /// Converts into the text the model reads, or an error.
+    ///
+    /// # Errors
+    /// When the value is itself a failure.
+    fn into_tool_output(self) -> Result<String, ToolError>;
+}
+
+impl IntoToolOutput for String {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        Ok(self)
+    }
+}
+
+impl IntoToolOutput for &str {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        Ok(self.to_owned())
+    }
+}
+
+impl IntoToolOutput for () {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        Ok("Done.".to_owned())
+    }
+}
+
+impl IntoToolOutput for Value {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        Ok(match self {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+    }
+}
+
+macro_rules! display_output {
+    ($($t:ty),*) => {$(
+        impl IntoToolOutput for $t {
+            fn into_tool_output(self) -> Result<String, ToolError> {
+                Ok(self.to_string())
+            }
+        }
+    )*};
+}
+display_output!(
+    bool, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64
+);
+
+/// Wraps any `Serialize` value to return it from a tool as JSON.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::{IntoToolOutput, Json};
+/// let out = Json(vec![1, 2]).into_tool_output().unwrap();
+/// assert_eq!(out, "[1,2]");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize> IntoToolOutput for Json<T> {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        serde_json::to_string(&self.0).map_err(ToolError::from)
+    }
+}
+
+impl<T: IntoToolOutput, E: fmt::Display> IntoToolOutput for Result<T, E> {
+    fn into_tool_output(self) -> Result<String, ToolError> {
+        self.map_err(ToolError::new)?.into_tool_output()
+    }
+}
+
+/// Fills `{name}` placeholders in a confirmation template from the call's
+/// arguments: strings as they are, other values as JSON. Unknown names stay.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::fill_placeholders;
+/// let text = fill_placeholders("Delete {path}?", &serde_json::json!({"path": "/tmp/x"}));
+/// assert_eq!(text, "Delete /tmp/x?");
+/// ```
+pub fn fill_placeholders(template: &str, arguments: &Value) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let key = &after[..close];
+        match arguments.get(key) {
+            Some(Value::String(s)) => out.push_str(s),
+            Some(other) => out.push_str(&other.to_string()),
+            None => out.push_str(&rest[open..open + close + 2]),
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn placeholders_are_filled_and_unknown_ones_kept() {
+        let args = json!({"n": 3, "who": "bob"});
+        assert_eq!(
+            fill_placeholders("{who} x{n} {missing} {", &args),
+            "bob x3 {missing} {"
+        );
+    }
+
+    #[test]
+    fn results_route_errors_to_the_model() {
+        let r: Result<u32, &str> = Err("nope");
+        assert_eq!(r.into_tool_output(), Err(ToolError::new("nope")));
+        assert_eq!(().into_tool_output().unwrap(), "Done.");
+    }
+}
