@@ -62,9 +62,14 @@ impl Decoder {
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), ProviderError> {
         if let Some(error) = chunk.error {
-            return Err(ProviderError::Stream {
-                message: stream_error_message(&error),
-            });
+            let message = stream_error_message(&error);
+            // OpenRouter follows `finish_reason: "length"` with an error
+            // chunk that only explains the stop (and carries the usage); the
+            // reply itself is complete.
+            if self.finish.is_none() {
+                return Err(ProviderError::Stream { message });
+            }
+            tracing::debug!(%message, "server reported an error after the reply finished");
         }
         // With `n > 1` the first choice is the reply; the others are ignored.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {

@@ -1,0 +1,15 @@
+//! ferrobot's integration tests: one binary, real HTTP over loopback.
+
+// The turn loop against `MockProvider`: tools, confirmation, slash commands,
+// round cap, locks, cancellation, events.
+mod agent;
+// Replays the recorded provider traffic in ../shared/corpus through a
+// loopback server and compares the assembled message with `expected.json`.
+mod conformance;
+// `OpenAiCompatible` over wiremock: server quirks, errors, retries, the
+// request bodies sent (insta snapshots), health.
+mod openai;
+// proptest: any split of a stream into network reads gives the same events.
+mod split;
+// Shared helpers: a chunked loopback server, event collection.
+mod support;

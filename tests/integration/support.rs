@@ -1,0 +1,102 @@
+//! Helpers shared by the integration tests.
+
+use std::net::SocketAddr;
+
+use ferrobot::Message;
+use ferrobot::provider::{Assembled, Assembler, ChatRequest, Provider, ProviderError, StreamEvent};
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Runs one model call and returns its events, stopping at the first error.
+pub async fn events(
+    provider: &dyn Provider,
+    messages: &[Message],
+) -> Result<Vec<StreamEvent>, ProviderError> {
+    let mut stream = provider.stream(ChatRequest::new(messages));
+    let mut out = Vec::new();
+    while let Some(event) = stream.next().await {
+        out.push(event?);
+    }
+    Ok(out)
+}
+
+/// Runs one model call and assembles its message.
+pub async fn assemble(
+    provider: &dyn Provider,
+    messages: &[Message],
+) -> Result<Assembled, ProviderError> {
+    let mut assembler = Assembler::new();
+    for event in events(provider, messages).await? {
+        assembler.push(&event);
+    }
+    Ok(assembler.finish())
+}
+
+/// A loopback HTTP server answering every request with `body` sent as
+/// chunked transfer encoding, one HTTP chunk per piece, so the client sees
+/// (at least) the given read boundaries.
+pub async fn serve_pieces(pieces: Vec<Vec<u8>>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let pieces = pieces.clone();
+            tokio::spawn(async move {
+                socket.set_nodelay(true).unwrap();
+                read_request(&mut socket).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+                socket.write_all(head.as_bytes()).await.unwrap();
+                for piece in pieces.iter().filter(|p| !p.is_empty()) {
+                    let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
+                    frame.extend_from_slice(piece);
+                    frame.extend_from_slice(b"\r\n");
+                    socket.write_all(&frame).await.unwrap();
+                    socket.flush().await.unwrap();
+                }
+                socket.write_all(b"0\r\n\r\n").await.unwrap();
+            });
+        }
+    });
+    addr
+}
+
+async fn read_request(socket: &mut tokio::net::TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut chunk).await.unwrap();
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            while buf.len() < end + 4 + length {
+                let n = socket.read(&mut chunk).await.unwrap();
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return;
+        }
+        if n == 0 {
+            return;
+        }
+    }
+}
+
+/// The directory of the shared recorded traffic, if present.
+pub fn corpus(category: &str) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus")
+        .join(category);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "NOTICE: {} is absent; skipping the conformance replay",
+            dir.display()
+        );
+        None
+    }
+}
