@@ -95,20 +95,23 @@ pub(super) fn parse_arguments(input: &str, schema: &Value) -> Result<Value, Stri
                 "expected key=value, got `{token}` (quote values that contain spaces)"
             ));
         };
-        let kind = schema.pointer(&format!("/properties/{key}/type"));
-        let value = match kind.and_then(Value::as_str) {
-            Some("string") | None => {
-                if kind.is_none() && schema.pointer(&format!("/properties/{key}")).is_none() {
-                    return Err(format!(
-                        "unknown parameter `{key}`; type /help for the parameters"
-                    ));
-                }
-                serde_json::from_str::<Value>(raw)
-                    .ok()
-                    .filter(|_| kind.is_none())
-                    .unwrap_or_else(|| Value::String(raw.to_owned()))
-            }
-            Some(_) => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned())),
+        let property = schema.get("properties").map(|p| p.get(key));
+        if property == Some(None) && schema.get("additionalProperties") != Some(&Value::Bool(true))
+        {
+            return Err(format!(
+                "unknown parameter `{key}`; type /help for the parameters"
+            ));
+        }
+        let as_string = || Value::String(raw.to_owned());
+        let value = match property
+            .flatten()
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+        {
+            Some("string") => as_string(),
+            // Numbers, booleans, arrays, objects, and untyped values read as
+            // JSON when they are JSON; anything else stays text.
+            _ => serde_json::from_str(raw).unwrap_or_else(|_| as_string()),
         };
         arguments.insert(key.to_owned(), value);
     }

@@ -1,1 +1,766 @@
 //! The turn loop.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ferrobot::agent::{Status, ToolOutcome};
+use ferrobot::confirm::ConfirmRequest;
+use ferrobot::history::HistoryStore;
+use ferrobot::provider::ProviderError;
+use ferrobot::testing::{MockProvider, MockTurn};
+use ferrobot::tool::{FnTool, ToolError, from_fn};
+use ferrobot::{Agent, AgentEvent, Error, Message, Part, Role, Usage};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+fn echo_tool(name: &str) -> FnTool {
+    from_fn(name, "Echo the arguments.", |v: Value, _| async move {
+        v.to_string()
+    })
+}
+
+/// A tool that records how many calls run at once.
+fn counting_tool(name: &str, running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) -> FnTool {
+    from_fn(name, "Count.", move |_: Value, _| {
+        let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
+        async move {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            running.fetch_sub(1, Ordering::SeqCst);
+        }
+    })
+}
+
+fn results_of(request: &ferrobot::testing::RecordedRequest) -> Vec<(String, bool)> {
+    request
+        .messages
+        .last()
+        .unwrap()
+        .tool_results_iter()
+        .map(|r| (r.content.clone(), r.is_error))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_text_reply_is_returned_and_stored() {
+    let mock = MockProvider::new().then(MockTurn::new().text("Hello!").usage(Usage {
+        input_tokens: 3,
+        output_tokens: 2,
+        ..Default::default()
+    }));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .system_prompt("Be brief.")
+        .build();
+    let reply = agent.handle("alice", "hi").await.unwrap();
+    assert_eq!(reply.text, "Hello!");
+    assert_eq!(reply.usage.input_tokens, 3);
+    assert_eq!(mock.requests()[0].system.as_deref(), Some("Be brief."));
+    let stored = agent.history().load("alice").await.unwrap();
+    assert_eq!(stored, [Message::user("hi"), Message::assistant("Hello!")]);
+}
+
+#[tokio::test]
+async fn a_tool_round_runs_the_tool_and_sends_its_result_back() {
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .text("Let me check.")
+                .tool_call("echo", json!({"x": 1})),
+        )
+        .then(MockTurn::new().text("It echoed."));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(echo_tool("echo"))
+        .build();
+    let reply = agent.handle("alice", "go").await.unwrap();
+    assert_eq!(reply.text, "It echoed.");
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Ok);
+    let second = &mock.requests()[1];
+    assert_eq!(second.tool_names(), ["echo"]);
+    assert_eq!(results_of(second), [(r#"{"x":1}"#.to_owned(), false)]);
+    // Stored: user, assistant with the call, the result, the final answer.
+    let roles: Vec<Role> = agent
+        .history()
+        .load("alice")
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.role)
+        .collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+}
+
+#[tokio::test]
+async fn calls_of_one_round_run_concurrently_up_to_the_limit() {
+    let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut turn = MockTurn::new();
+    for _ in 0..6 {
+        turn = turn.tool_call("count", json!({}));
+    }
+    let mock = MockProvider::new()
+        .then(turn)
+        .then(MockTurn::new().text("done"));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(counting_tool(
+            "count",
+            Arc::clone(&running),
+            Arc::clone(&peak),
+        ))
+        .max_concurrent_tools(4)
+        .build();
+    agent.handle("a", "count").await.unwrap();
+    assert_eq!(peak.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn two_calls_wait_for_each_other_without_deadlock() {
+    // Each call waits until the other has started: only concurrent calls finish.
+    let barrier = Arc::new(Barrier::new(2));
+    let tool = from_fn("meet", "Meet.", move |_: Value, _| {
+        let barrier = Arc::clone(&barrier);
+        async move {
+            tokio::time::timeout(Duration::from_secs(5), barrier.wait())
+                .await
+                .map(|_| "met")
+                .map_err(|_| "alone")
+        }
+    });
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .tool_call("meet", json!({}))
+                .tool_call("meet", json!({})),
+        )
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder().provider(mock.clone()).tool(tool).build();
+    agent.handle("a", "meet").await.unwrap();
+    assert_eq!(
+        results_of(&mock.requests()[1]),
+        [("met".to_owned(), false), ("met".to_owned(), false)]
+    );
+}
+
+#[tokio::test]
+async fn exclusive_tools_run_alone() {
+    let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .tool_call("solo", json!({}))
+                .tool_call("solo", json!({}))
+                .tool_call("solo", json!({})),
+        )
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(counting_tool("solo", Arc::clone(&running), Arc::clone(&peak)).exclusive(true))
+        .build();
+    agent.handle("a", "go").await.unwrap();
+    assert_eq!(peak.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn without_a_confirmation_handler_a_confirming_tool_is_refused() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let tool = from_fn("rm", "Delete.", move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async {}
+    })
+    .confirm("Delete {path}?");
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("rm", json!({"path": "/etc"})))
+        .then(MockTurn::new().text("I could not."));
+    let agent = Agent::builder().provider(mock.clone()).tool(tool).build();
+    let reply = agent.handle("a", "delete /etc").await.unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Declined);
+    let (content, is_error) = &results_of(&mock.requests()[1])[0];
+    assert!(is_error);
+    assert!(
+        content.contains("needs the user's confirmation")
+            && content.contains("Agent::builder().confirm"),
+        "{content}"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_call_returns_cancelled_by_user_and_an_approved_one_runs() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<ConfirmRequest>::new()));
+    let log = Arc::clone(&asked);
+    let tool = from_fn("rm", "Delete.", |v: Value, _| async move {
+        format!("deleted {}", v["path"].as_str().unwrap_or(""))
+    })
+    .confirm("Delete {path}?");
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .tool_call("rm", json!({"path": "/keep"}))
+                .tool_call("rm", json!({"path": "/tmp/x"})),
+        )
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(tool)
+        .confirm(move |request: ConfirmRequest| {
+            let approve = request.arguments["path"] != "/keep";
+            log.lock().unwrap().push(request);
+            async move { approve }
+        })
+        .build();
+    agent.handle("bob", "clean up").await.unwrap();
+    assert_eq!(
+        results_of(&mock.requests()[1]),
+        [
+            ("Cancelled by user.".to_owned(), true),
+            ("deleted /tmp/x".to_owned(), false)
+        ]
+    );
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked[0].prompt, "Delete /keep?");
+    assert_eq!(asked[0].conversation, "bob");
+}
+
+#[tokio::test]
+async fn calls_run_one_at_a_time_when_one_needs_confirmation() {
+    let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .tool_call("count", json!({}))
+                .tool_call("ask", json!({}))
+                .tool_call("count", json!({})),
+        )
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(counting_tool(
+            "count",
+            Arc::clone(&running),
+            Arc::clone(&peak),
+        ))
+        .tool(counting_tool("ask", Arc::clone(&running), Arc::clone(&peak)).confirm("Sure?"))
+        .confirm(|_: ConfirmRequest| async { true })
+        .build();
+    agent.handle("a", "go").await.unwrap();
+    assert_eq!(peak.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn every_failure_becomes_a_result_the_model_can_read() {
+    let failing = from_fn("fail", "Fails.", |_: Value, _| async {
+        Err::<String, _>(ToolError::new("disk not mounted"))
+    });
+    let panicking = from_fn("boom", "Panics.", |_: Value, _| async {
+        if true {
+            panic!("index out of bounds");
+        }
+    });
+    let slow = from_fn("slow", "Sleeps.", |_: Value, _| async {
+        tokio::time::sleep(Duration::from_secs(30)).await
+    })
+    .timeout(Duration::from_millis(50));
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Typed {
+        #[allow(dead_code)]
+        n: u32,
+    }
+    let typed = from_fn("typed", "Typed.", |_: Typed, _| async {});
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .tool_call("fail", json!({}))
+                .tool_call("boom", json!({}))
+                .tool_call("slow", json!({}))
+                .tool_call("nope", json!({}))
+                .raw_tool_call("c5", "typed", "{\"n\": ")
+                .tool_call("typed", json!({"n": "many"})),
+        )
+        .then(MockTurn::new().text("Some tools failed."));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tools([failing, panicking, slow, typed])
+        .build();
+    let reply = agent.handle("a", "try everything").await.unwrap();
+    assert_eq!(reply.text, "Some tools failed.");
+    let outcomes: Vec<ToolOutcome> = reply.tool_calls.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ToolOutcome::Failed,
+            ToolOutcome::Panicked,
+            ToolOutcome::TimedOut,
+            ToolOutcome::Rejected,
+            ToolOutcome::Rejected,
+            ToolOutcome::Failed
+        ]
+    );
+    let results = results_of(&mock.requests()[1]);
+    assert!(results.iter().all(|(_, is_error)| *is_error));
+    assert_eq!(results[0].0, "Error: disk not mounted");
+    assert_eq!(
+        results[1].0,
+        "Error: the tool crashed (index out of bounds)."
+    );
+    assert_eq!(results[2].0, "Error: the tool did not finish within 50ms.");
+    assert_eq!(
+        results[3].0,
+        "Unknown tool `nope`. Available tools: fail, boom, slow, typed."
+    );
+    assert!(
+        results[4].0.starts_with("The arguments are not valid JSON"),
+        "{}",
+        results[4].0
+    );
+    assert!(
+        results[5].0.contains("invalid type: string \"many\""),
+        "{}",
+        results[5].0
+    );
+}
+
+#[tokio::test]
+async fn disabled_tools_are_hidden_and_refuse_calls() {
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("echo", json!({})))
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(echo_tool("echo"))
+        .tool(echo_tool("other"))
+        .build();
+    agent.tools().set_enabled("echo", false);
+    agent.handle("a", "go").await.unwrap();
+    assert_eq!(mock.requests()[0].tool_names(), ["other"]);
+    assert_eq!(
+        results_of(&mock.requests()[1]),
+        [("Tool `echo` is disabled.".to_owned(), true)]
+    );
+    assert_eq!(
+        agent.handle("a", "/echo").await.unwrap().text,
+        "Tool `echo` is disabled."
+    );
+}
+
+#[tokio::test]
+async fn after_the_round_cap_tools_are_withdrawn_for_a_last_answer() {
+    let mock = MockProvider::from_fn(|request| {
+        if request.tools.is_empty() {
+            MockTurn::new().text("Here is what I found.")
+        } else {
+            MockTurn::new().tool_call("echo", json!({}))
+        }
+    });
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(echo_tool("echo"))
+        .max_tool_rounds(2)
+        .build();
+    let reply = agent.handle("a", "loop").await.unwrap();
+    assert_eq!(reply.text, "Here is what I found.");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[2].tools.is_empty());
+    assert_eq!(reply.tool_calls.len(), 2);
+}
+
+#[tokio::test]
+async fn slash_commands_run_tools_without_the_model_or_history() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Add {
+        a: i64,
+        b: i64,
+    }
+    let mock = MockProvider::new();
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(from_fn(
+            "add",
+            "Add two integers.\nMore text.",
+            |x: Add, _| async move { x.a + x.b },
+        ))
+        .tool(echo_tool("echo"))
+        .build();
+    assert_eq!(agent.handle("a", "/add a=2 b=3").await.unwrap().text, "5");
+    assert_eq!(
+        agent
+            .handle("a", r#"/echo msg="hello world""#)
+            .await
+            .unwrap()
+            .text,
+        r#"{"msg":"hello world"}"#
+    );
+    let help = agent.handle("a", "/help").await.unwrap().text;
+    assert!(
+        help.contains("/add a=… b=… — Add two integers.\n"),
+        "{help}"
+    );
+    assert!(
+        agent
+            .handle("a", "/nope")
+            .await
+            .unwrap()
+            .text
+            .contains("Unknown command /nope")
+    );
+    assert!(
+        agent
+            .handle("a", "/add a=x b=1")
+            .await
+            .unwrap()
+            .text
+            .contains("invalid arguments")
+    );
+    assert!(mock.requests().is_empty(), "the model was called");
+    assert!(agent.history().load("a").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn slash_commands_still_ask_for_confirmation() {
+    let tool =
+        from_fn("reboot", "Reboot.", |_: Value, _| async { "rebooting" }).confirm("Reboot now?");
+    let agent = Agent::builder()
+        .provider(MockProvider::new())
+        .tool(tool)
+        .confirm(|_: ConfirmRequest| async { false })
+        .build();
+    assert_eq!(
+        agent.handle("a", "/reboot").await.unwrap().text,
+        "Cancelled by user."
+    );
+}
+
+#[tokio::test]
+async fn slash_commands_stay_answerable_during_a_turn() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let wait = Arc::clone(&gate);
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("wait", json!({})))
+        .then(MockTurn::new().text("done"));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(from_fn("wait", "Wait.", move |_: Value, _| {
+            let wait = Arc::clone(&wait);
+            async move { wait.notified().await }
+        }))
+        .tool(echo_tool("echo"))
+        .build();
+    let turn = agent.stream("a", "wait for it");
+    // The turn holds the lock while its tool waits; the slash command does not need it.
+    let slash = tokio::time::timeout(Duration::from_secs(5), agent.handle("a", "/echo")).await;
+    assert_eq!(slash.unwrap().unwrap().text, "{}");
+    gate.notify_one();
+    assert_eq!(turn.into_reply().await.unwrap().text, "done");
+}
+
+#[tokio::test]
+async fn turns_of_one_conversation_never_interleave() {
+    let mock = MockProvider::from_fn(|request| {
+        let last = request.messages.last().unwrap();
+        if last.role == Role::User {
+            MockTurn::new()
+                .tool_call("echo", json!({}))
+                .delay(Duration::from_millis(5))
+        } else {
+            MockTurn::new().text("ok")
+        }
+    });
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(echo_tool("echo"))
+        .build();
+    let (a, b) = tokio::join!(agent.handle("same", "one"), agent.handle("same", "two"));
+    a.unwrap();
+    b.unwrap();
+    let roles: Vec<Role> = agent
+        .history()
+        .load("same")
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.role)
+        .collect();
+    let turn = [Role::User, Role::Assistant, Role::Tool, Role::Assistant];
+    assert_eq!(roles, [turn, turn].concat());
+}
+
+#[tokio::test]
+async fn different_conversations_do_not_wait_for_each_other() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let wait = Arc::clone(&gate);
+    let mock = MockProvider::from_fn(|request| {
+        let last = request.messages.last().unwrap();
+        match (last.role, last.text().as_str()) {
+            (Role::User, "block") => MockTurn::new().tool_call("wait", json!({})),
+            _ => MockTurn::new().text("ok"),
+        }
+    });
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(from_fn("wait", "Wait.", move |_: Value, _| {
+            let wait = Arc::clone(&wait);
+            async move { wait.notified().await }
+        }))
+        .build();
+    let blocked = agent.stream("alice", "block");
+    let other = tokio::time::timeout(Duration::from_secs(5), agent.handle("bob", "hi")).await;
+    assert_eq!(other.expect("bob waited for alice").unwrap().text, "ok");
+    gate.notify_one();
+    blocked.into_reply().await.unwrap();
+}
+
+#[tokio::test]
+async fn events_arrive_in_the_order_things_happen() {
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .reasoning("hmm")
+                .tool_call("echo", json!({"a": 1}))
+                .usage(Usage {
+                    input_tokens: 1,
+                    output_tokens: 1,
+                    ..Default::default()
+                }),
+        )
+        .then(MockTurn::new().text("Hello world").chunked(6));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(echo_tool("echo"))
+        .build();
+    let events: Vec<AgentEvent> = agent.stream("a", "hi").map(Result::unwrap).collect().await;
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| match e {
+            AgentEvent::Status(Status::Thinking) => "thinking".into(),
+            AgentEvent::Status(Status::RunningTool { tool }) => format!("running {tool}"),
+            AgentEvent::ReasoningDelta(t) => format!("reasoning {t}"),
+            AgentEvent::ToolCallDelta(_) => "call delta".into(),
+            AgentEvent::ToolCallStarted(call) => format!("started {}", call.name),
+            AgentEvent::ToolCallFinished(record) => {
+                format!("finished {} {:?}", record.call.name, record.outcome)
+            }
+            AgentEvent::TextDelta(t) => format!("text {t}"),
+            AgentEvent::Usage(_) => "usage".into(),
+            AgentEvent::Done(reply) => format!("done {}", reply.text),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "thinking",
+            "reasoning hmm",
+            "call delta",
+            "usage",
+            "started echo",
+            "running echo",
+            "finished echo Ok",
+            "thinking",
+            "text Hello ",
+            "text world",
+            "done Hello world"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_keeps_what_streamed_marked_interrupted() {
+    let mock = MockProvider::new().then(
+        MockTurn::new()
+            .text("one two three four five")
+            .chunked(4)
+            .delay(Duration::from_millis(20)),
+    );
+    let agent = Agent::builder().provider(mock).build();
+    let mut stream = agent.stream("a", "count");
+    let cancel = stream.cancellation();
+    let mut seen = String::new();
+    let end = loop {
+        match stream.next().await.unwrap() {
+            Ok(AgentEvent::TextDelta(t)) => {
+                seen.push_str(&t);
+                cancel.cancel();
+            }
+            Ok(_) => {}
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(end, Error::Cancelled));
+    let stored = agent.history().load("a").await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert!(stored[1].interrupted);
+    assert_eq!(stored[1].text(), seen);
+}
+
+#[tokio::test]
+async fn cancelling_during_a_tool_keeps_call_and_result_paired() {
+    let mock = MockProvider::new().then(MockTurn::new().tool_call("slow", json!({})));
+    let slow = from_fn("slow", "Sleeps.", |_: Value, _| async {
+        tokio::time::sleep(Duration::from_secs(30)).await
+    });
+    let agent = Agent::builder().provider(mock).tool(slow).build();
+    let mut stream = agent.stream("a", "go");
+    let cancel = stream.cancellation();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(AgentEvent::Status(Status::RunningTool { .. })) => cancel.cancel(),
+            Ok(_) => {}
+            Err(e) => {
+                assert!(matches!(e, Error::Cancelled));
+                break;
+            }
+        }
+    }
+    let stored = agent.history().load("a").await.unwrap();
+    let result = stored
+        .last()
+        .unwrap()
+        .tool_results_iter()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(result.call_id, stored[1].tool_calls().next().unwrap().id);
+    assert!(result.is_error && result.content.starts_with("Interrupted"));
+}
+
+#[tokio::test]
+async fn a_provider_failure_is_a_typed_error_with_a_message_to_show() {
+    let mock = MockProvider::new().then(MockTurn::failing(ProviderError::Status {
+        status: 503,
+        message: "model is loading".into(),
+        retry_after: None,
+    }));
+    let agent = Agent::builder().provider(mock).build();
+    let error = agent.handle("a", "hi").await.unwrap_err();
+    assert!(matches!(error, Error::Provider(_)));
+    assert_eq!(
+        error.user_message(),
+        "LLM unavailable: server answered 503: model is loading — slash commands still work"
+    );
+    // The user's message is kept; the next turn will see it.
+    assert_eq!(
+        agent.history().load("a").await.unwrap(),
+        [Message::user("hi")]
+    );
+}
+
+#[tokio::test]
+async fn a_failure_mid_answer_keeps_the_partial_text_and_drops_the_unrun_call() {
+    let mock = MockProvider::new().then(
+        MockTurn::new()
+            .text("Partial")
+            .tool_call("echo", json!({}))
+            .error(ProviderError::Stream {
+                message: "reset".into(),
+            }),
+    );
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(echo_tool("echo"))
+        .build();
+    assert!(agent.handle("a", "hi").await.is_err());
+    let stored = agent.history().load("a").await.unwrap();
+    assert_eq!(stored[1].parts, [Part::text("Partial")]);
+    assert!(stored[1].interrupted);
+}
+
+#[tokio::test]
+async fn a_refusal_is_the_reply_text() {
+    let agent = Agent::builder()
+        .provider(MockProvider::new().then(MockTurn::new().refusal("I can't help with that.")))
+        .build();
+    let reply = agent.handle("a", "something bad").await.unwrap();
+    assert!(reply.is_refusal);
+    assert_eq!(reply.text, "I can't help with that.");
+}
+
+#[tokio::test]
+async fn tools_read_shared_state_and_their_context() {
+    struct Inventory(Vec<&'static str>);
+    let tool = from_fn("stock", "Stock.", |_: Value, ctx| async move {
+        let inventory = ctx
+            .state::<Inventory>()
+            .map(|i| i.0.join(","))
+            .unwrap_or_default();
+        format!("{} for {}", inventory, ctx.conversation())
+    });
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("stock", json!({})))
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(tool)
+        .state(Inventory(vec!["nuts", "bolts"]))
+        .build();
+    agent.handle("carol", "stock?").await.unwrap();
+    assert_eq!(results_of(&mock.requests()[1])[0].0, "nuts,bolts for carol");
+}
+
+#[tokio::test]
+async fn notify_later_reaches_the_notifier() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let tool = from_fn("remind", "Remind.", |_: Value, ctx| async move {
+        ctx.notify_later("time's up", Duration::from_millis(20))
+            .map(|()| "scheduled")
+    });
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("remind", json!({})))
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(tool.clone())
+        .notifier(move |conversation: String, text: String| {
+            let tx = tx.clone();
+            async move {
+                tx.send((conversation, text)).unwrap();
+            }
+        })
+        .build();
+    agent.handle("dave", "remind me").await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, ("dave".to_owned(), "time's up".to_owned()));
+
+    // Without a notifier the tool learns it could not schedule the message.
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("remind", json!({})))
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder().provider(mock.clone()).tool(tool).build();
+    agent.handle("dave", "remind me").await.unwrap();
+    assert!(
+        results_of(&mock.requests()[1])[0]
+            .0
+            .contains("without a notifier")
+    );
+}
+
+#[tokio::test]
+async fn ten_thousand_conversations_run_side_by_side() {
+    let mock = MockProvider::from_fn(|request| match request.messages.last().unwrap().role {
+        Role::User => MockTurn::new().tool_call("echo", json!({"n": 1})),
+        _ => MockTurn::new().text("done"),
+    });
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(echo_tool("echo"))
+        .build();
+    let turns = (0..10_000).map(|i| {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.handle(&format!("user-{i}"), "go").await })
+    });
+    for turn in futures_util::future::join_all(turns).await {
+        assert_eq!(turn.unwrap().unwrap().text, "done");
+    }
+    assert_eq!(mock.requests().len(), 20_000);
+}
