@@ -764,3 +764,87 @@ async fn ten_thousand_conversations_run_side_by_side() {
     }
     assert_eq!(mock.requests().len(), 20_000);
 }
+
+/// Records every span's name and fields.
+#[derive(Clone, Default)]
+struct SpanLog(
+    Arc<std::sync::Mutex<Vec<(u64, String, std::collections::BTreeMap<String, String>)>>>,
+);
+
+struct FieldVisitor<'a>(&'a mut std::collections::BTreeMap<String, String>);
+
+impl tracing::field::Visit for FieldVisitor<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(
+            field.name().to_owned(),
+            format!("{value:?}").trim_matches('"').to_owned(),
+        );
+    }
+}
+
+impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>>
+    tracing_subscriber::Layer<S> for SpanLog
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut fields = std::collections::BTreeMap::new();
+        attrs.record(&mut FieldVisitor(&mut fields));
+        self.0
+            .lock()
+            .unwrap()
+            .push((id.into_u64(), attrs.metadata().name().to_owned(), fields));
+    }
+
+    fn on_record(
+        &self,
+        id: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut log = self.0.lock().unwrap();
+        if let Some((_, _, fields)) = log.iter_mut().rev().find(|(i, _, _)| *i == id.into_u64()) {
+            values.record(&mut FieldVisitor(fields));
+        }
+    }
+}
+
+#[tokio::test]
+async fn turns_model_calls_and_tool_calls_are_traced_with_gen_ai_fields() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let log = SpanLog::default();
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(log.clone()));
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("echo", json!({})).usage(Usage {
+            input_tokens: 11,
+            output_tokens: 7,
+            ..Default::default()
+        }))
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(echo_tool("echo"))
+        .build();
+    agent.handle("erin", "hi").await.unwrap();
+    let spans = log.0.lock().unwrap().clone();
+    let find = |name: &str| {
+        spans
+            .iter()
+            .find(|(_, n, _)| n == name)
+            .map(|(_, _, f)| f.clone())
+            .unwrap_or_else(|| panic!("no `{name}` span"))
+    };
+    assert_eq!(find("turn")["gen_ai.conversation.id"], "erin");
+    let chat = find("chat");
+    assert_eq!(chat["gen_ai.operation.name"], "chat");
+    assert_eq!(chat["gen_ai.request.model"], "mock");
+    assert_eq!(chat["gen_ai.usage.input_tokens"], "11");
+    assert_eq!(chat["gen_ai.usage.output_tokens"], "7");
+    assert_eq!(chat["gen_ai.response.finish_reasons"], "tool_calls");
+    let tool = find("execute_tool");
+    assert_eq!(tool["gen_ai.tool.name"], "echo");
+    assert_eq!(tool["gen_ai.tool.call.id"], "call_1");
+}
