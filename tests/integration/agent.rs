@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use ferrobot::agent::{Status, ToolOutcome};
 use ferrobot::confirm::ConfirmRequest;
-use ferrobot::history::HistoryStore;
 use ferrobot::provider::ProviderError;
 use ferrobot::testing::{MockProvider, MockTurn};
 use ferrobot::tool::{FnTool, ToolError, from_fn};
@@ -767,9 +766,10 @@ async fn ten_thousand_conversations_run_side_by_side() {
 
 /// Records every span's name and fields.
 #[derive(Clone, Default)]
-struct SpanLog(
-    Arc<std::sync::Mutex<Vec<(u64, String, std::collections::BTreeMap<String, String>)>>>,
-);
+struct SpanLog(Arc<std::sync::Mutex<Vec<LoggedSpan>>>);
+
+/// A span's id, name and fields.
+type LoggedSpan = (u64, String, std::collections::BTreeMap<String, String>);
 
 struct FieldVisitor<'a>(&'a mut std::collections::BTreeMap<String, String>);
 

@@ -1,5 +1,8 @@
 //! ferrobot's integration tests: one binary, real HTTP over loopback.
 
+// Helpers outside `#[test]` functions panic on setup failures, like the tests.
+#![allow(clippy::unwrap_used)]
+
 // The turn loop against `MockProvider`: tools, confirmation, slash commands,
 // round cap, locks, cancellation, events.
 mod agent;

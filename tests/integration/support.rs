@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 /// Runs one model call and returns its events, stopping at the first error.
-pub async fn events(
+pub(crate) async fn events(
     provider: &dyn Provider,
     messages: &[Message],
 ) -> Result<Vec<StreamEvent>, ProviderError> {
@@ -22,7 +22,7 @@ pub async fn events(
 }
 
 /// Runs one model call and assembles its message.
-pub async fn assemble(
+pub(crate) async fn assemble(
     provider: &dyn Provider,
     messages: &[Message],
 ) -> Result<Assembled, ProviderError> {
@@ -36,7 +36,7 @@ pub async fn assemble(
 /// A loopback HTTP server answering every request with `body` sent as
 /// chunked transfer encoding, one HTTP chunk per piece, so the client sees
 /// (at least) the given read boundaries.
-pub async fn serve_pieces(pieces: Vec<Vec<u8>>) -> SocketAddr {
+pub(crate) async fn serve_pieces(pieces: Vec<Vec<u8>>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -86,7 +86,7 @@ async fn read_request(socket: &mut tokio::net::TcpStream) {
 }
 
 /// The directory of the shared recorded traffic, if present.
-pub fn corpus(category: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn corpus(category: &str) -> Option<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/corpus")
         .join(category);
