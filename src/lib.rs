@@ -9,12 +9,6 @@
 //! - [`history`]: where conversations are kept between turns.
 //! - [`confirm`]: asking the user before a tool runs.
 //! - [`testing`]: [`MockProvider`](testing::MockProvider) and wire helpers.
-//!
-//! # Features
-//!
-//! | feature  | default | what it adds |
-//! |----------|---------|--------------|
-//! | `openai` | yes     | [`OpenAiCompatible`](provider::OpenAiCompatible): reqwest, rustls (ring) and SSE parsing |
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![doc(test(attr(deny(warnings))))]

@@ -130,7 +130,7 @@ impl<S: EventSink> Turn<'_, S> {
             "chat",
             "gen_ai.operation.name" = "chat",
             "gen_ai.provider.name" = provider.name(),
-            "gen_ai.request.model" = provider.model(),
+            "gen_ai.request.model" = provider.model_name(),
             "gen_ai.usage.input_tokens" = tracing::field::Empty,
             "gen_ai.usage.output_tokens" = tracing::field::Empty,
             "gen_ai.response.finish_reasons" = tracing::field::Empty,

@@ -46,7 +46,7 @@ pub type EventStream<'a> = BoxStream<'a, Result<StreamEvent, ProviderError>>;
 ///
 /// # Examples
 /// ```
-/// # use ferrobot::{Agent, testing::MockProvider};
+/// # use ferrobot::testing::MockProvider;
 /// # use std::sync::Arc;
 /// use ferrobot::provider::Provider;
 /// let provider: Arc<dyn Provider> = Arc::new(MockProvider::replying("hi"));
@@ -65,7 +65,26 @@ pub trait Provider: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
 
     /// The model requests go to, e.g. `"qwen3:8b"`; used in traces.
-    fn model(&self) -> &str;
+    fn model_name(&self) -> &str;
+}
+
+/// A shared provider is a provider, so one endpoint can serve several agents.
+impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
+    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
+        (**self).stream(request)
+    }
+
+    fn health(&self) -> BoxFuture<'_, Health> {
+        (**self).health()
+    }
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
 }
 
 /// What one model call is given.
@@ -254,7 +273,7 @@ pub struct Health {
     pub model_present: Option<bool>,
     /// How long the probe took.
     pub latency: Duration,
-    /// What went wrong, when something did.
+    /// What went wrong, when something did; `None` when all is well.
     pub detail: Option<String>,
 }
 
@@ -279,8 +298,18 @@ impl Health {
         }
     }
 
-    /// Whether the endpoint is reachable and the model is not known to be missing.
+    /// An endpoint that answered, but not as hoped (a 401, a missing model).
+    pub fn problem(latency: Duration, detail: impl Into<String>) -> Self {
+        Self {
+            reachable: true,
+            model_present: None,
+            latency,
+            detail: Some(detail.into()),
+        }
+    }
+
+    /// Whether the endpoint answered and reported no problem.
     pub fn is_ok(&self) -> bool {
-        self.reachable && self.model_present != Some(false)
+        self.reachable && self.detail.is_none()
     }
 }

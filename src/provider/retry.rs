@@ -71,9 +71,37 @@ impl RetryPolicy {
         Some(half + half.mul_f64((random % 1000) as f64 / 1000.0))
     }
 
-    /// Runs `start` until its stream yields something other than a retryable
-    /// error as its first item, then passes that stream on unchanged.
-    pub(crate) fn run<'a>(
+    /// Starts a model call with `start`, and starts it again while its first
+    /// item is a retryable error, waiting between attempts. The stream that
+    /// yields anything else first is passed on unchanged, so errors after the
+    /// first event are never retried. Providers written outside ferrobot use
+    /// it to follow the same rule.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use ferrobot::provider::{ProviderError, RetryPolicy, StreamEvent};
+    /// use futures_util::{StreamExt, stream};
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// let policy = RetryPolicy::builder().initial_backoff(std::time::Duration::from_millis(1)).build();
+    /// let cancel = CancellationToken::new();
+    /// let mut attempts = 0;
+    /// let events = policy.run(&cancel, || {
+    ///     attempts += 1;
+    ///     let first = if attempts < 3 {
+    ///         Err(ProviderError::Status { status: 503, message: "busy".into(), retry_after: None })
+    ///     } else {
+    ///         Ok(StreamEvent::TextDelta("hi".into()))
+    ///     };
+    ///     stream::iter([first]).boxed()
+    /// });
+    /// let items: Vec<_> = events.collect().await;
+    /// assert!(matches!(&items[..], [Ok(StreamEvent::TextDelta(t))] if t == "hi"));
+    /// # }
+    /// ```
+    pub fn run<'a>(
         &'a self,
         cancel: &'a CancellationToken,
         mut start: impl FnMut() -> EventStream<'a> + Send + 'a,

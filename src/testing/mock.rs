@@ -179,7 +179,7 @@ impl Provider for MockProvider {
         "mock"
     }
 
-    fn model(&self) -> &str {
+    fn model_name(&self) -> &str {
         "mock"
     }
 }

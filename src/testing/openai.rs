@@ -164,7 +164,7 @@ pub fn sse_body<'a>(chunks: impl IntoIterator<Item = &'a Value>) -> String {
 /// # Examples
 /// ```
 /// let body = ferrobot::testing::text_sse("Hello world");
-/// assert!(body.contains(r#""content":"Hello""#));
+/// assert!(body.contains(r#""content":"Hello ""#));
 /// ```
 pub fn text_sse(text: &str) -> String {
     let mut stream = OpenAiStream::new();

@@ -127,17 +127,20 @@ impl ToolContext {
     /// e.g. "powering off now" just before a scheduled shutdown.
     ///
     /// # Errors
-    /// When the agent has no notifier (`Agent::builder().notifier(…)`), so
-    /// the tool can tell the model it could not schedule the message.
+    /// When the agent has no notifier (`Agent::builder().notifier(…)`), or
+    /// when called outside a Tokio runtime, so the tool can tell the model it
+    /// could not schedule the message.
     pub fn notify_later(&self, text: impl Into<String>, delay: Duration) -> Result<(), ToolError> {
         let Some(notifier) = self.notifier.clone() else {
             return Err(ToolError::new(
                 "this agent cannot send messages later: it was built without a notifier",
             ));
         };
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| ToolError::new("cannot send messages later outside a Tokio runtime"))?;
         let conversation = self.conversation.to_string();
         let text = text.into();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             tokio::time::sleep(delay).await;
             notifier.notify(conversation, text).await;
         });

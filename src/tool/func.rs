@@ -57,7 +57,7 @@ impl fmt::Debug for FnTool {
 /// }
 ///
 /// let add = from_fn("add", "Add two integers.", |args: AddArgs, _ctx| async move { args.a + args.b });
-/// let delete = from_fn("delete_file", "Delete a file.", |args: serde_json::Value, _ctx| async move { () })
+/// let delete = from_fn("delete_file", "Delete a file.", |_args: serde_json::Value, _ctx| async move {})
 ///     .confirm("Delete {path}?");
 /// # let _ = (add, delete);
 /// ```

@@ -8,11 +8,15 @@
 mod agent;
 // Replays the recorded provider traffic in ../shared/corpus through a
 // loopback server and compares the assembled message with `expected.json`.
+#[cfg(feature = "openai")]
 mod conformance;
 // `OpenAiCompatible` over wiremock: server quirks, errors, retries, the
 // request bodies sent (insta snapshots), health.
+#[cfg(feature = "openai")]
 mod openai;
 // proptest: any split of a stream into network reads gives the same events.
+#[cfg(feature = "openai")]
 mod split;
 // Shared helpers: a chunked loopback server, event collection.
+#[cfg(feature = "openai")]
 mod support;

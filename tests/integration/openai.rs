@@ -444,7 +444,29 @@ async fn health_reports_reachability_and_the_model() {
     );
     let missing = client(&server).model("llama9").health().await;
     assert_eq!(missing.model_present, Some(false));
+    assert!(!missing.is_ok());
     assert!(missing.detail.unwrap().contains("llama9"));
+    let unset = OpenAiCompatible::new(format!("{}/v1", server.uri()))
+        .health()
+        .await;
+    assert!(unset.detail.unwrap().contains("no model set"));
+
+    let locked = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(401)
+                .set_body_string(r#"{"error":{"message":"Invalid API key"}}"#),
+        )
+        .mount(&locked)
+        .await;
+    let denied = client(&locked).health().await;
+    assert!(denied.reachable && !denied.is_ok());
+    assert!(
+        denied
+            .detail
+            .unwrap()
+            .ends_with("/v1/models: server answered 401: Invalid API key")
+    );
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

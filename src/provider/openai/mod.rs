@@ -58,7 +58,7 @@ pub struct OpenAiCompatible {
 impl fmt::Debug for OpenAiCompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiCompatible")
-            .field("base_url", &self.base_url)
+            .field("base_url", &redact(&self.base_url))
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .field("streaming", &self.streaming)
@@ -198,7 +198,7 @@ impl OpenAiCompatible {
         if self.model.is_empty() {
             return Err(ProviderError::Config(format!(
                 "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"qwen3:8b\")`",
-                self.base_url
+                redact(&self.base_url)
             )));
         }
         let unless_extra = |key: &str| !self.extra.contains_key(key);
@@ -285,18 +285,7 @@ impl OpenAiCompatible {
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ProviderError {
-        let e = e.without_url();
-        if e.is_timeout() {
-            ProviderError::Timeout {
-                endpoint: self.endpoint.clone(),
-                after: self.read_timeout,
-            }
-        } else {
-            ProviderError::Connect {
-                endpoint: self.endpoint.clone(),
-                source: Box::new(e),
-            }
-        }
+        transport_error(&redact(&self.endpoint), self.read_timeout, e)
     }
 }
 
@@ -313,39 +302,56 @@ impl super::Provider for OpenAiCompatible {
     fn health(&self) -> BoxFuture<'_, Health> {
         Box::pin(async move {
             let started = Instant::now();
+            let models = format!("{}/models", self.base_url);
+            let shown = redact(&models);
             let probe = async {
-                let client = self.client.as_ref().map_err(Clone::clone)?;
-                let mut builder = client.get(format!("{}/models", self.base_url));
+                let client = self
+                    .client
+                    .as_ref()
+                    .map_err(|e| Health::problem(Duration::ZERO, e.clone()))?;
+                let mut builder = client.get(&models);
                 if let Some(key) = &self.api_key {
                     builder = builder.bearer_auth(key);
                 }
-                let response = builder
-                    .send()
-                    .await
-                    .map_err(|e| crate::error::chain(&self.transport_error(e)))?;
-                let response = check_status(response).await.map_err(|e| e.chain())?;
+                let response = builder.send().await.map_err(|e| {
+                    Health::unreachable(
+                        started.elapsed(),
+                        transport_error(&shown, self.read_timeout, e).chain(),
+                    )
+                })?;
+                // An error status means the server is there but unhappy: a
+                // bad key, a proxy, a server without `/models`.
+                let response = check_status(response).await.map_err(|e| {
+                    Health::problem(started.elapsed(), format!("{shown}: {}", e.chain()))
+                })?;
                 let body = response.bytes().await.unwrap_or_default();
-                Ok::<_, String>(serde_json::from_slice::<Value>(&body).ok())
+                Ok::<_, Health>(serde_json::from_slice::<Value>(&body).ok())
             };
-            match tokio::time::timeout(Duration::from_secs(5), probe).await {
+            let mut health = match tokio::time::timeout(Duration::from_secs(5), probe).await {
                 Err(_) => Health::unreachable(
                     started.elapsed(),
-                    format!("{} did not answer within 5s", self.base_url),
+                    format!("{shown} did not answer within 5s"),
                 ),
-                Ok(Err(detail)) => Health::unreachable(started.elapsed(), detail),
-                Ok(Ok(models)) => {
+                Ok(Err(health)) => health,
+                Ok(Ok(listed)) => {
                     let mut health = Health::ok(started.elapsed());
                     health.model_present =
-                        models.as_ref().and_then(|m| model_listed(m, &self.model));
+                        listed.as_ref().and_then(|m| model_listed(m, &self.model));
                     if health.model_present == Some(false) {
                         health.detail = Some(format!(
                             "model `{}` is not served at {}",
-                            self.model, self.base_url
+                            self.model,
+                            redact(&self.base_url)
                         ));
                     }
                     health
                 }
+            };
+            if self.model.is_empty() && health.reachable {
+                health.model_present = None;
+                health.detail = Some("no model set: call `.model(\"…\")`".to_owned());
             }
+            health
         })
     }
 
@@ -353,8 +359,35 @@ impl super::Provider for OpenAiCompatible {
         "openai"
     }
 
-    fn model(&self) -> &str {
+    fn model_name(&self) -> &str {
         &self.model
+    }
+}
+
+fn transport_error(endpoint: &str, read_timeout: Duration, e: reqwest::Error) -> ProviderError {
+    let e = e.without_url();
+    if e.is_timeout() {
+        ProviderError::Timeout {
+            endpoint: endpoint.to_owned(),
+            after: read_timeout,
+        }
+    } else {
+        ProviderError::Connect {
+            endpoint: endpoint.to_owned(),
+            source: Box::new(e),
+        }
+    }
+}
+
+/// The URL without `user:password@`, for messages and logs.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
     }
 }
 
@@ -480,5 +513,23 @@ impl Stream for SseEvents<'_> {
                 this.error = Some(e);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_urls_are_redacted() {
+        assert_eq!(
+            redact("https://user:pw@example.com/v1"),
+            "https://example.com/v1"
+        );
+        assert_eq!(
+            redact("http://localhost:11434/v1"),
+            "http://localhost:11434/v1"
+        );
+        assert_eq!(redact("http://h/v1?next=a@b"), "http://h/v1?next=a@b");
     }
 }
