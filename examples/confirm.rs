@@ -12,13 +12,14 @@
 //! `http://localhost:11434/v1`), `FERROBOT_MODEL` (by default `qwen3:8b`) and
 //! `FERROBOT_API_KEY`.
 
+mod common;
+
 use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
 
 use ferrobot::Agent;
 use ferrobot::agent::ToolOutcome;
 use ferrobot::confirm::{ConfirmRequest, Decision};
-use ferrobot::provider::{OpenAiCompatible, Provider};
 use ferrobot::tool::from_fn;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -32,11 +33,7 @@ struct DeleteArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let base_url = env_or("FERROBOT_BASE_URL", "http://localhost:11434/v1");
-    let model = env_or("FERROBOT_MODEL", "qwen3:8b");
-    let provider = OpenAiCompatible::new(&base_url)
-        .model(&model)
-        .api_key_env("FERROBOT_API_KEY");
+    let (provider, base_url, model) = common::provider_from_env();
 
     let args: Vec<String> = std::env::args().skip(1).collect();
     let prompt = if args.is_empty() {
@@ -46,7 +43,7 @@ async fn main() -> ExitCode {
     };
     // Slash commands never call the model, so they don't need the server.
     if !prompt.starts_with('/')
-        && let Err(code) = check_server(&provider, &base_url, &model).await
+        && let Err(code) = common::check_server(&provider, &base_url, &model).await
     {
         eprintln!("Slash commands work without a server: try `/help`.");
         return code;
@@ -104,42 +101,4 @@ async fn ask_on_terminal(request: ConfirmRequest) -> Decision {
         // No terminal, or the read failed: fail closed.
         _ => Decision::Decline,
     }
-}
-
-/// Probes the server before the first turn, so a missing server or model gets
-/// a message saying what to do instead of a failed turn.
-async fn check_server(
-    provider: &impl Provider,
-    base_url: &str,
-    model: &str,
-) -> Result<(), ExitCode> {
-    let health = provider.health().await;
-    if !health.reachable {
-        let detail = health.detail.unwrap_or_default();
-        eprintln!(
-            "No model server at {base_url}: {detail}. Start Ollama (`ollama serve` and \
-             `ollama pull {model}`) or set FERROBOT_BASE_URL to an OpenAI-compatible server \
-             (and FERROBOT_API_KEY if it needs a key)."
-        );
-        return Err(ExitCode::from(2));
-    }
-    if health.model_present == Some(false) {
-        eprintln!(
-            "The server at {base_url} does not serve the model `{model}`. Pull it with \
-             `ollama pull {model}`, or set FERROBOT_MODEL to a model the server has."
-        );
-        return Err(ExitCode::from(2));
-    }
-    if let Some(detail) = health.detail {
-        eprintln!("The server at {base_url} answered, but: {detail}");
-        return Err(ExitCode::from(2));
-    }
-    Ok(())
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_owned())
 }

@@ -8,11 +8,12 @@
 //! `http://localhost:11434/v1`), `FERROBOT_MODEL` (by default `qwen3:8b`) and
 //! `FERROBOT_API_KEY`.
 
+mod common;
+
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use ferrobot::agent::Status;
-use ferrobot::provider::{OpenAiCompatible, Provider};
 use ferrobot::tool::from_fn;
 use ferrobot::{Agent, AgentEvent, Error};
 use futures_util::StreamExt;
@@ -28,12 +29,8 @@ struct CountArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let base_url = env_or("FERROBOT_BASE_URL", "http://localhost:11434/v1");
-    let model = env_or("FERROBOT_MODEL", "qwen3:8b");
-    let provider = OpenAiCompatible::new(&base_url)
-        .model(&model)
-        .api_key_env("FERROBOT_API_KEY");
-    if let Err(code) = check_server(&provider, &base_url, &model).await {
+    let (provider, base_url, model) = common::provider_from_env();
+    if let Err(code) = common::check_server(&provider, &base_url, &model).await {
         return code;
     }
 
@@ -121,42 +118,4 @@ async fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
-}
-
-/// Probes the server before the first turn, so a missing server or model gets
-/// a message saying what to do instead of a failed turn.
-async fn check_server(
-    provider: &impl Provider,
-    base_url: &str,
-    model: &str,
-) -> Result<(), ExitCode> {
-    let health = provider.health().await;
-    if !health.reachable {
-        let detail = health.detail.unwrap_or_default();
-        eprintln!(
-            "No model server at {base_url}: {detail}. Start Ollama (`ollama serve` and \
-             `ollama pull {model}`) or set FERROBOT_BASE_URL to an OpenAI-compatible server \
-             (and FERROBOT_API_KEY if it needs a key)."
-        );
-        return Err(ExitCode::from(2));
-    }
-    if health.model_present == Some(false) {
-        eprintln!(
-            "The server at {base_url} does not serve the model `{model}`. Pull it with \
-             `ollama pull {model}`, or set FERROBOT_MODEL to a model the server has."
-        );
-        return Err(ExitCode::from(2));
-    }
-    if let Some(detail) = health.detail {
-        eprintln!("The server at {base_url} answered, but: {detail}");
-        return Err(ExitCode::from(2));
-    }
-    Ok(())
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_owned())
 }
