@@ -144,11 +144,22 @@ impl<S: EventSink> Turn<'_, S> {
         let mut events = provider.stream(request);
         let mut assembler = Assembler::new();
         let end = async {
+            // Events come first and the cancellation future is polled only
+            // while the stream waits: building and polling it for every event
+            // cost more than parsing the event. A stream that never waits is
+            // checked every 32 events.
+            let cancelled = self.cancel.cancelled();
+            tokio::pin!(cancelled);
+            let mut seen: u32 = 0;
             loop {
+                seen = seen.wrapping_add(1);
+                if seen % 32 == 0 && self.cancel.is_cancelled() {
+                    return CallEnd::Cancelled(assembler);
+                }
                 let next = tokio::select! {
                     biased;
-                    () = self.cancel.cancelled() => return CallEnd::Cancelled(assembler),
                     next = events.next() => next,
+                    () = &mut cancelled => return CallEnd::Cancelled(assembler),
                 };
                 let event = match next {
                     Some(Ok(event)) => event,

@@ -15,6 +15,7 @@ mod error;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;
+mod staged;
 mod think;
 
 use std::fmt;

@@ -3,9 +3,10 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
-use futures_util::{StreamExt, stream};
+use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use super::staged::Staged;
 use super::{EventStream, ProviderError};
 
 /// When and how a failed model call is sent again.
@@ -82,7 +83,7 @@ impl RetryPolicy {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use ferrobot::provider::{ProviderError, RetryPolicy, StreamEvent};
-    /// use futures_util::{StreamExt, stream};
+    /// use futures_util::StreamExt;
     /// use tokio_util::sync::CancellationToken;
     ///
     /// let policy = RetryPolicy::builder().initial_backoff(std::time::Duration::from_millis(1)).build();
@@ -106,20 +107,20 @@ impl RetryPolicy {
         cancel: &'a CancellationToken,
         mut start: impl FnMut() -> EventStream<'a> + Send + 'a,
     ) -> EventStream<'a> {
-        let first = async move {
+        Staged::new(async move {
             let started = Instant::now();
             let mut attempt = 1;
             loop {
                 let mut events = start();
                 let error = match events.next().await {
                     Some(Err(error)) => error,
-                    first => return stream::iter(first).chain(events).boxed(),
+                    first => return (first, Some(events)),
                 };
                 let delay = (error.is_retryable() && attempt < self.max_attempts)
                     .then(|| self.delay(attempt, error.retry_after()))
                     .flatten();
                 let Some(delay) = delay else {
-                    return stream::iter([Err(give_up(error, attempt, started))]).boxed();
+                    return (Some(Err(give_up(error, attempt, started))), None);
                 };
                 tracing::warn!(
                     attempt,
@@ -130,13 +131,13 @@ impl RetryPolicy {
                 tokio::select! {
                     () = tokio::time::sleep(delay) => {}
                     () = cancel.cancelled() => {
-                        return stream::iter([Err(give_up(error, attempt, started))]).boxed();
+                        return (Some(Err(give_up(error, attempt, started))), None);
                     }
                 }
                 attempt += 1;
             }
-        };
-        stream::once(first).flatten().boxed()
+        })
+        .boxed()
     }
 }
 

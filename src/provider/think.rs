@@ -38,6 +38,12 @@ impl ThinkSplitter {
         Self::default()
     }
 
+    /// Whether `delta` would come out unchanged as answer text, so a caller
+    /// holding it as an owned string can pass it on without a copy.
+    pub fn passes_through(&self, delta: &str) -> bool {
+        !self.in_think && !self.trim_next && self.pending.is_empty() && !delta.contains('<')
+    }
+
     /// Feeds one delta; `emit(is_reasoning, piece)` receives what can be
     /// decided now. A possible partial tag at the end is held back.
     pub fn push(&mut self, delta: &str, mut emit: impl FnMut(bool, &str)) {

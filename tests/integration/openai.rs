@@ -510,3 +510,40 @@ async fn history_with_every_part_converts_to_the_wire_format() {
     assemble(&client(&server), &messages).await.unwrap();
     insta::assert_json_snapshot!("history_wire_format", bodies(&server).await[0]["messages"]);
 }
+
+#[tokio::test]
+async fn a_server_that_stops_sending_times_out_after_what_it_sent() {
+    let addr = crate::support::serve_then_stall(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+    )
+    .await;
+    let provider = OpenAiCompatible::new(format!("http://{addr}/v1"))
+        .model("m")
+        .timeouts(Duration::from_secs(1), Duration::from_millis(300));
+    let messages = [Message::user("x")];
+    let mut stream = provider.stream(ferrobot::provider::ChatRequest::new(&messages));
+    use futures_util::StreamExt;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        stream.next().await.unwrap().unwrap(),
+        StreamEvent::TextDelta("Hel".into())
+    );
+    let error = stream.next().await.unwrap().unwrap_err();
+    assert!(matches!(error, ProviderError::Timeout { .. }), "{error}");
+    assert!(
+        error.to_string().ends_with("did not answer within 300ms"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn multi_line_data_and_a_last_event_without_a_blank_line_are_read() {
+    let raw = "data: {\"choices\":[{\"index\":0,\n\
+               data: \"delta\":{\"content\":\"two lines\"}}]}\n\n\
+               data:{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+               data: [DONE]";
+    let got = assemble_raw(raw).await;
+    assert_eq!(got.message.text(), "two lines");
+    assert_eq!(got.finish, Some(FinishReason::Stop));
+}

@@ -100,3 +100,22 @@ pub(crate) fn corpus(category: &str) -> Option<std::path::PathBuf> {
         None
     }
 }
+
+/// A loopback server that sends the response head and `first`, then stays
+/// silent with the connection open.
+pub(crate) async fn serve_then_stall(first: &'static str) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                read_request(&mut socket).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                let frame = format!("{head}{:x}\r\n{first}\r\n", first.len());
+                socket.write_all(frame.as_bytes()).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            });
+        }
+    });
+    addr
+}

@@ -1,7 +1,13 @@
 //! Turning chat-completions chunks into [`StreamEvent`]s.
 
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
 use super::wire::{Chunk, Delta, WireCall, stream_error_message};
 use crate::provider::{FinishReason, ProviderError, StreamEvent, ThinkSplitter, ToolCallDelta};
+
+/// Where decoded events go, in order.
+pub(super) type Events = VecDeque<StreamEvent>;
 
 /// Decodes one call's chunks, in order, into events.
 ///
@@ -35,11 +41,7 @@ impl Decoder {
     }
 
     /// Decodes one SSE `data:` payload, pushing events onto `out`.
-    pub(super) fn data(
-        &mut self,
-        data: &str,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), ProviderError> {
+    pub(super) fn data(&mut self, data: &str, out: &mut Events) -> Result<(), ProviderError> {
         let data = data.trim();
         if data == "[DONE]" {
             self.saw_done = true;
@@ -48,7 +50,7 @@ impl Decoder {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
             message: format!("{e} in chunk {}", preview(data)),
         })?;
         self.saw_data = true;
@@ -58,8 +60,8 @@ impl Decoder {
     /// Decodes one parsed chunk or whole response.
     pub(super) fn chunk(
         &mut self,
-        chunk: Chunk,
-        out: &mut Vec<StreamEvent>,
+        chunk: Chunk<'_>,
+        out: &mut Events,
     ) -> Result<(), ProviderError> {
         if let Some(error) = chunk.error {
             let message = stream_error_message(&error);
@@ -72,36 +74,36 @@ impl Decoder {
             tracing::debug!(%message, "server reported an error after the reply finished");
         }
         // With `n > 1` the first choice is the reply; the others are ignored.
-        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+        if let Some(choice) = chunk.choice {
             if let Some(delta) = choice.delta {
-                self.delta(delta, out);
+                self.delta(*delta, out);
             }
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
                 self.finish = Some(FinishReason::from_raw(&reason));
             }
         }
         if let Some(usage) = chunk.usage.or_else(|| chunk.x_groq.and_then(|x| x.usage)) {
-            out.push(StreamEvent::Usage(usage.into()));
+            out.push_back(StreamEvent::Usage((*usage).into()));
         }
         Ok(())
     }
 
-    fn delta(&mut self, delta: Delta, out: &mut Vec<StreamEvent>) {
+    fn delta(&mut self, delta: Delta<'_>, out: &mut Events) {
         if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning)
             && !reasoning.is_empty()
         {
-            out.push(StreamEvent::ReasoningDelta(reasoning));
+            out.push_back(StreamEvent::ReasoningDelta(reasoning.into_owned()));
         }
         if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
             match &mut self.think {
-                Some(splitter) => {
-                    splitter.push(&content, |r, piece| out.push(text_event(r, piece)))
+                Some(splitter) if !splitter.passes_through(&content) => {
+                    splitter.push(&content, |r, piece| out.push_back(text_event(r, piece)));
                 }
-                None => out.push(StreamEvent::TextDelta(content)),
+                _ => out.push_back(StreamEvent::TextDelta(content.into_owned())),
             }
         }
         if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
-            out.push(StreamEvent::RefusalDelta(refusal));
+            out.push_back(StreamEvent::RefusalDelta(refusal.into_owned()));
         }
         for call in delta.tool_calls.into_iter().flatten() {
             self.call(call, out);
@@ -111,25 +113,25 @@ impl Decoder {
                 WireCall {
                     index: Some(0),
                     id: None,
-                    function: Some(function),
+                    function: Some(*function),
                 },
                 out,
             );
         }
     }
 
-    fn call(&mut self, call: WireCall, out: &mut Vec<StreamEvent>) {
+    fn call(&mut self, call: WireCall<'_>, out: &mut Events) {
         let (name, arguments) = match call.function {
             Some(f) => (f.name.filter(|n| !n.is_empty()), f.arguments.0),
-            None => (None, String::new()),
+            None => (None, Cow::Borrowed("")),
         };
         let id = call.id.filter(|id| !id.is_empty());
         let index = self.slot(call.index, id.as_deref(), name.is_some());
-        out.push(StreamEvent::ToolCallDelta(ToolCallDelta {
+        out.push_back(StreamEvent::ToolCallDelta(ToolCallDelta {
             index,
-            id,
-            name,
-            arguments,
+            id: id.map(Cow::into_owned),
+            name: name.map(Cow::into_owned),
+            arguments: arguments.into_owned(),
         }));
     }
 
@@ -164,9 +166,9 @@ impl Decoder {
     }
 
     /// Ends the stream: flushes held-back text and emits the finish reason.
-    pub(super) fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+    pub(super) fn end(&mut self, out: &mut Events) -> Result<(), ProviderError> {
         if let Some(splitter) = &mut self.think {
-            splitter.finish(|r, piece| out.push(text_event(r, piece)));
+            splitter.finish(|r, piece| out.push_back(text_event(r, piece)));
         }
         let finish = match self.finish.take() {
             Some(finish) => finish,
@@ -185,7 +187,7 @@ impl Decoder {
                 });
             }
         };
-        out.push(StreamEvent::Finish(finish));
+        out.push_back(StreamEvent::Finish(finish));
         Ok(())
     }
 }
@@ -214,7 +216,7 @@ mod tests {
 
     fn decode(lines: &[&str]) -> Result<crate::provider::Assembled, ProviderError> {
         let mut decoder = Decoder::new(true);
-        let mut events = Vec::new();
+        let mut events = Events::new();
         for line in lines {
             decoder.data(line, &mut events)?;
         }

@@ -3,7 +3,6 @@
 mod decode;
 mod wire;
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,10 +11,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::future::BoxFuture;
-use futures_util::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use futures_util::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
 use self::decode::Decoder;
+use super::staged::Staged;
 use super::{ChatRequest, EventStream, Health, ProviderError, RetryPolicy, StreamEvent};
 
 /// A client for any server speaking `OpenAI`'s chat completions API: `OpenAI`,
@@ -90,7 +90,7 @@ impl OpenAiCompatible {
             include_usage: true,
             retry: RetryPolicy::default(),
             read_timeout: DEFAULT_READ_TIMEOUT,
-            client: build_client(DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT),
+            client: build_client(DEFAULT_CONNECT_TIMEOUT),
         }
     }
 
@@ -184,7 +184,7 @@ impl OpenAiCompatible {
     #[must_use]
     pub fn timeouts(mut self, connect: Duration, read: Duration) -> Self {
         self.read_timeout = read;
-        self.client = build_client(connect, read);
+        self.client = build_client(connect);
         self
     }
 
@@ -237,37 +237,44 @@ impl OpenAiCompatible {
 
     /// Sends one request and streams its events.
     fn send(&self, body: Bytes) -> EventStream<'_> {
-        let response = async move {
-            let client = self
-                .client
-                .as_ref()
-                .map_err(|e| ProviderError::Config(e.clone()))?;
-            let mut builder = client
-                .post(&self.endpoint)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body);
-            if let Some(key) = &self.api_key {
-                builder = builder.bearer_auth(key);
+        Staged::new(async move {
+            match self.connect(body).await {
+                Ok(events) => (None, Some(events)),
+                Err(error) => (Some(Err(error)), None),
             }
-            let response = builder.send().await.map_err(|e| self.transport_error(e))?;
-            let response = check_status(response).await?;
-            if self.streaming {
-                Ok(SseEvents::new(response, Decoder::new(self.split_think_tags), self).boxed())
-            } else {
-                let bytes = response
-                    .bytes()
-                    .await
-                    .map_err(|e| self.transport_error(e))?;
-                Ok(stream::iter(self.decode_whole(&bytes)).boxed())
-            }
-        };
-        stream::once(response).try_flatten().boxed()
+        })
+        .boxed()
+    }
+
+    /// Sends the request and, once the server answered well, returns the
+    /// stream of its events.
+    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ProviderError::Config(e.clone()))?;
+        let mut builder = client
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = self.within_read_timeout(builder.send()).await?;
+        let response = check_status(response).await?;
+        if self.streaming {
+            let body = response.bytes_stream();
+            Ok(SseEvents::new(body, Decoder::new(self.split_think_tags), self).boxed())
+        } else {
+            let bytes = self.within_read_timeout(response.bytes()).await?;
+            Ok(stream::iter(self.decode_whole(&bytes)).boxed())
+        }
     }
 
     /// Decodes a non-streamed response into the same events a stream gives.
     fn decode_whole(&self, bytes: &[u8]) -> Vec<Result<StreamEvent, ProviderError>> {
         let mut decoder = Decoder::new(self.split_think_tags);
-        let mut events = Vec::new();
+        let mut events = decode::Events::new();
         let decoded = serde_json::from_slice(bytes)
             .map_err(|e| ProviderError::Decode {
                 message: format!(
@@ -282,6 +289,24 @@ impl OpenAiCompatible {
             out.push(Err(e));
         }
         out
+    }
+
+    /// Awaits a request step that must show progress within the read time-out.
+    async fn within_read_timeout<T>(
+        &self,
+        step: impl Future<Output = reqwest::Result<T>>,
+    ) -> Result<T, ProviderError> {
+        match tokio::time::timeout(self.read_timeout, step).await {
+            Ok(result) => result.map_err(|e| self.transport_error(e)),
+            Err(_) => Err(self.timeout_error()),
+        }
+    }
+
+    fn timeout_error(&self) -> ProviderError {
+        ProviderError::Timeout {
+            endpoint: redact(&self.endpoint),
+            after: self.read_timeout,
+        }
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ProviderError {
@@ -401,13 +426,15 @@ fn model_listed(models: &Value, model: &str) -> Option<bool> {
     )
 }
 
-fn build_client(connect: Duration, read: Duration) -> Result<reqwest::Client, String> {
+/// The HTTP client. The read time-out is kept by ferrobot, not reqwest:
+/// reqwest re-arms a timer for every body frame, which cost a streamed turn
+/// more than parsing it did; [`SseEvents`] re-arms only when its timer fires.
+fn build_client(connect: Duration) -> Result<reqwest::Client, String> {
     // reqwest is built without a bundled crypto provider; ring is ours. If
     // the application installed another one first, that one is kept.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .connect_timeout(connect)
-        .read_timeout(read)
         .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("could not build the HTTP client: {e}"))
@@ -451,35 +478,151 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     )
 }
 
-/// The events of a streamed response: SSE parsing by `sseer` (zero-copy over
-/// the response's bytes), then one typed decode per `data:` payload.
-struct SseEvents<'a> {
-    sse:
-        BoxStream<'a, Result<sseer::event::Event, sseer::errors::EventStreamError<reqwest::Error>>>,
+/// The events of a streamed response. Lines are parsed by `sseer`'s
+/// zero-copy line parser over our own buffer, then each event's `data` is
+/// decoded once into typed structs. (`sseer`'s whole-stream adapter was
+/// measured first: its per-line `Bytes` reference counting cost a fifth of a
+/// streamed turn.)
+struct SseEvents<'a, S> {
+    body: S,
+    /// Bytes read and not yet dispatched; the current event starts at
+    /// `event_start`, and lines before `scan` are parsed.
+    buf: Vec<u8>,
+    event_start: usize,
+    scan: usize,
+    /// The `data` lines of the current event, as ranges of `buf` relative
+    /// to `event_start`.
+    data: Vec<(usize, usize)>,
+    body_done: bool,
     decoder: Decoder,
-    queue: VecDeque<StreamEvent>,
-    scratch: Vec<StreamEvent>,
+    queue: decode::Events,
     client: &'a OpenAiCompatible,
     done: bool,
     /// An error that ends the stream once the events decoded before it are out.
     error: Option<ProviderError>,
+    /// When the server was last seen sending bytes, updated when it next
+    /// keeps us waiting: reading the clock per read cost more than parsing.
+    last_read: Instant,
+    /// Whether bytes came since `last_read` was set.
+    progressed: bool,
+    /// Fires at the earliest moment the read time-out could have passed;
+    /// armed when the server first keeps us waiting.
+    idle: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-impl<'a> SseEvents<'a> {
-    fn new(response: reqwest::Response, decoder: Decoder, client: &'a OpenAiCompatible) -> Self {
+impl<'a, S> SseEvents<'a, S> {
+    fn new(body: S, decoder: Decoder, client: &'a OpenAiCompatible) -> Self {
         Self {
-            sse: sseer::EventStream::new(response.bytes_stream()).boxed(),
+            body,
+            buf: Vec::new(),
+            event_start: 0,
+            scan: 0,
+            data: Vec::new(),
+            body_done: false,
             decoder,
-            queue: VecDeque::new(),
-            scratch: Vec::new(),
+            queue: decode::Events::new(),
             client,
             done: false,
             error: None,
+            last_read: Instant::now(),
+            progressed: false,
+            idle: None,
         }
+    }
+
+    /// Parses the complete lines in the buffer, decoding each finished event.
+    fn parse(&mut self) -> Result<(), ProviderError> {
+        use sseer::parser::{RawEventLine, parse_line};
+        let base = self.buf.as_ptr() as usize;
+        while let Some((line, rest)) = parse_line(&self.buf[self.scan..]) {
+            let next = self.buf.len() - rest.len();
+            match line {
+                RawEventLine::Field {
+                    field_name: b"data",
+                    field_value,
+                } => {
+                    // Offsets, not slices: the buffer moves when it grows.
+                    let range = field_value.map_or((0, 0), |value| {
+                        let from = value.as_ptr() as usize - base - self.event_start;
+                        (from, from + value.len())
+                    });
+                    self.data.push(range);
+                }
+                RawEventLine::Empty => {
+                    self.dispatch()?;
+                    self.event_start = next;
+                }
+                // Comments (keep-alives), `event:`, `id:` and `retry:` carry
+                // nothing this dialect uses.
+                _ => {}
+            }
+            self.scan = next;
+        }
+        // Keep only the unfinished event, so the buffer stays small.
+        if self.event_start > 0 {
+            self.buf.drain(..self.event_start);
+            self.scan -= self.event_start;
+            self.event_start = 0;
+        }
+        Ok(())
+    }
+
+    /// Decodes the current event's data, if it has any.
+    fn dispatch(&mut self) -> Result<(), ProviderError> {
+        let event = &self.buf[self.event_start..];
+        let result = match self.data.as_slice() {
+            [] => Ok(()),
+            [(from, to)] => self
+                .decoder
+                .data(utf8(&event[*from..*to])?, &mut self.queue),
+            lines => {
+                let mut joined = Vec::new();
+                for (i, (from, to)) in lines.iter().enumerate() {
+                    if i > 0 {
+                        joined.push(b'\n');
+                    }
+                    joined.extend_from_slice(&event[*from..*to]);
+                }
+                self.decoder.data(utf8(&joined)?, &mut self.queue)
+            }
+        };
+        self.data.clear();
+        result
+    }
+
+    /// Whether the server has been silent for the whole read time-out.
+    /// The timer is re-armed only when it fires early (bytes came in the
+    /// meantime), not on every read.
+    fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
+        if std::mem::take(&mut self.progressed) {
+            self.last_read = Instant::now();
+        }
+        let timeout = self.client.read_timeout;
+        let last_read = self.last_read;
+        let deadline = move || tokio::time::Instant::from_std(last_read + timeout);
+        let idle = self
+            .idle
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline())));
+        while idle.as_mut().poll(cx).is_ready() {
+            if deadline() <= tokio::time::Instant::now() {
+                return true;
+            }
+            idle.as_mut().reset(deadline());
+        }
+        false
     }
 }
 
-impl Stream for SseEvents<'_> {
+fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
+    std::str::from_utf8(bytes).map_err(|e| ProviderError::Decode {
+        message: format!("the stream is not valid UTF-8: {e}"),
+    })
+}
+
+impl<S> Stream for SseEvents<'_, S>
+where
+    S: Stream<Item = reqwest::Result<Bytes>> + Unpin,
+{
     type Item = Result<StreamEvent, ProviderError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -494,20 +637,29 @@ impl Stream for SseEvents<'_> {
             if this.done {
                 return Poll::Ready(None);
             }
-            let step = match std::task::ready!(this.sse.poll_next_unpin(cx)) {
-                Some(Ok(event)) => this.decoder.data(&event.data, &mut this.scratch),
-                Some(Err(sseer::errors::EventStreamError::Transport(e))) => {
-                    Err(this.client.transport_error(e))
-                }
-                Some(Err(e)) => Err(ProviderError::Decode {
-                    message: format!("invalid SSE stream: {e}"),
-                }),
-                None => {
-                    this.done = true;
-                    this.decoder.end(&mut this.scratch)
+            let step = if this.body_done {
+                this.done = true;
+                // A last event the server did not end with a blank line is
+                // still delivered, as browsers do not but lenient clients do.
+                this.buf.extend_from_slice(b"\n\n");
+                this.parse()
+                    .and_then(|()| this.decoder.end(&mut this.queue))
+            } else {
+                match this.body.poll_next_unpin(cx) {
+                    Poll::Ready(Some(Ok(bytes))) => {
+                        this.progressed = true;
+                        this.buf.extend_from_slice(&bytes);
+                        this.parse()
+                    }
+                    Poll::Ready(Some(Err(e))) => Err(this.client.transport_error(e)),
+                    Poll::Ready(None) => {
+                        this.body_done = true;
+                        Ok(())
+                    }
+                    Poll::Pending if this.timed_out(cx) => Err(this.client.timeout_error()),
+                    Poll::Pending => return Poll::Pending,
                 }
             };
-            this.queue.extend(this.scratch.drain(..));
             if let Err(e) = step {
                 this.done = true;
                 this.error = Some(e);

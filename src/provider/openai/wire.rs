@@ -4,9 +4,10 @@
 //! don't use (logprobs, obfuscation padding, provider extras) are skipped by
 //! serde without being materialised.
 
+use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -192,98 +193,132 @@ impl Serialize for Tools<'_> {
 /// One streamed chunk (`chat.completion.chunk`) or a whole non-streamed
 /// response (`chat.completion`): the two share this shape, with `delta` in
 /// the first and `message` in the second.
+///
+/// Strings borrow from the payload where they have no escapes, and rare parts
+/// are boxed: a chunk is parsed and moved once per event, so its size shows in
+/// the throughput.
 #[derive(Deserialize)]
-pub(super) struct Chunk {
+pub(super) struct Chunk<'a> {
+    /// The first choice; with `n > 1` the others are skipped without
+    /// collecting them into a vector.
+    #[serde(default, borrow, rename = "choices", deserialize_with = "first_choice")]
+    pub(super) choice: Option<Choice<'a>>,
     #[serde(default)]
-    pub(super) choices: Vec<Choice>,
-    #[serde(default)]
-    pub(super) usage: Option<WireUsage>,
+    pub(super) usage: Option<Box<WireUsage>>,
     /// Groq reports streamed usage here instead of in `usage`.
     #[serde(default)]
-    pub(super) x_groq: Option<XGroq>,
+    pub(super) x_groq: Option<Box<XGroq>>,
     #[serde(default)]
-    pub(super) error: Option<Value>,
+    pub(super) error: Option<Box<Value>>,
+}
+
+fn first_choice<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Choice<'a>>, D::Error> {
+    struct First<'a>(std::marker::PhantomData<Choice<'a>>);
+    impl<'de: 'a, 'a> Visitor<'de> for First<'a> {
+        type Value = Option<Choice<'a>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of choices")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut first = None;
+            while let Some(choice) = seq.next_element::<Choice<'a>>()? {
+                if choice.index == 0 && first.is_none() {
+                    first = Some(choice);
+                }
+            }
+            Ok(first)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+    }
+    d.deserialize_any(First(std::marker::PhantomData))
 }
 
 #[derive(Deserialize)]
 pub(super) struct XGroq {
     #[serde(default)]
-    pub(super) usage: Option<WireUsage>,
+    pub(super) usage: Option<Box<WireUsage>>,
 }
 
 #[derive(Deserialize)]
-pub(super) struct Choice {
+pub(super) struct Choice<'a> {
     #[serde(default)]
     pub(super) index: u32,
-    #[serde(default, alias = "message")]
-    pub(super) delta: Option<Delta>,
-    #[serde(default)]
-    pub(super) finish_reason: Option<String>,
+    /// Boxed: moving a 128-byte delta through serde's layers cost more
+    /// than the allocation.
+    #[serde(default, borrow, alias = "message")]
+    pub(super) delta: Option<Box<Delta<'a>>>,
+    #[serde(default, borrow)]
+    pub(super) finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
-pub(super) struct Delta {
-    #[serde(default)]
-    pub(super) content: Option<String>,
-    #[serde(default)]
-    pub(super) reasoning_content: Option<String>,
-    #[serde(default)]
-    pub(super) reasoning: Option<String>,
-    #[serde(default)]
-    pub(super) refusal: Option<String>,
-    #[serde(default)]
-    pub(super) tool_calls: Option<Vec<WireCall>>,
+pub(super) struct Delta<'a> {
+    #[serde(default, borrow)]
+    pub(super) content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) tool_calls: Option<Vec<WireCall<'a>>>,
     /// The legacy `functions` API: one call, no id.
-    #[serde(default)]
-    pub(super) function_call: Option<WireFunction>,
+    #[serde(default, borrow)]
+    pub(super) function_call: Option<Box<WireFunction<'a>>>,
 }
 
 #[derive(Deserialize)]
-pub(super) struct WireCall {
+pub(super) struct WireCall<'a> {
     #[serde(default)]
     pub(super) index: Option<usize>,
-    #[serde(default)]
-    pub(super) id: Option<String>,
-    #[serde(default)]
-    pub(super) function: Option<WireFunction>,
+    #[serde(default, borrow)]
+    pub(super) id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) function: Option<WireFunction<'a>>,
 }
 
 #[derive(Deserialize)]
-pub(super) struct WireFunction {
-    #[serde(default)]
-    pub(super) name: Option<String>,
-    #[serde(default)]
-    pub(super) arguments: Arguments,
+pub(super) struct WireFunction<'a> {
+    #[serde(default, borrow)]
+    pub(super) name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) arguments: Arguments<'a>,
 }
 
 /// Argument text. Some servers send an object instead of a JSON string;
 /// it is re-encoded so every path yields text.
 #[derive(Default)]
-pub(super) struct Arguments(pub(super) String);
+pub(super) struct Arguments<'a>(pub(super) Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Arguments {
+impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Arguments;
+            type Value = Arguments<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON string or object of arguments")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Arguments, E> {
-                Ok(Arguments(v.to_owned()))
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Arguments<'de>, E> {
+                Ok(Arguments(Cow::Borrowed(v)))
             }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Arguments, E> {
-                Ok(Arguments(v))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Arguments<'de>, E> {
+                Ok(Arguments(Cow::Owned(v.to_owned())))
             }
-            fn visit_unit<E: de::Error>(self) -> Result<Arguments, E> {
-                Ok(Arguments(String::new()))
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Arguments<'de>, E> {
+                Ok(Arguments(Cow::Owned(v)))
             }
-            fn visit_none<E: de::Error>(self) -> Result<Arguments, E> {
-                Ok(Arguments(String::new()))
+            fn visit_unit<E: de::Error>(self) -> Result<Arguments<'de>, E> {
+                Ok(Arguments::default())
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Arguments, A::Error> {
+            fn visit_none<E: de::Error>(self) -> Result<Arguments<'de>, E> {
+                Ok(Arguments::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Arguments<'de>, A::Error> {
                 let value = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Arguments(value.to_string()))
+                Ok(Arguments(Cow::Owned(value.to_string())))
             }
         }
         d.deserialize_any(V)
