@@ -153,7 +153,7 @@ impl<S: EventSink> Turn<'_, S> {
             let mut seen: u32 = 0;
             loop {
                 seen = seen.wrapping_add(1);
-                if seen % 32 == 0 && self.cancel.is_cancelled() {
+                if seen.is_multiple_of(32) && self.cancel.is_cancelled() {
                     return CallEnd::Cancelled(assembler);
                 }
                 let next = tokio::select! {
