@@ -83,7 +83,7 @@ impl RetryPolicy {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use ferrobot::provider::{ProviderError, RetryPolicy, StreamEvent};
-    /// use futures_util::StreamExt;
+    /// use futures_util::{StreamExt, stream};
     /// use tokio_util::sync::CancellationToken;
     ///
     /// let policy = RetryPolicy::builder().initial_backoff(std::time::Duration::from_millis(1)).build();
