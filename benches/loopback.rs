@@ -8,6 +8,8 @@
 //! ratio reads straight off the report. The target is the agent within 1.15x
 //! of the floor.
 
+#[path = "common/add.rs"]
+mod add;
 mod common;
 
 use std::hint::black_box;
@@ -17,31 +19,14 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ferrobot::Agent;
 use ferrobot::provider::OpenAiCompatible;
 use ferrobot::testing::OpenAiStream;
-use ferrobot::tool::{FnTool, Tool, from_fn};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use ferrobot::tool::Tool;
 use serde_json::json;
 
+use add::{AddArgs, add_tool};
 use common::floor::{Floor, OutCall, OutFunction, OutMessage};
 
 const QUESTION: &str = "what is 2 + 3?";
 const ANSWER: &str = "2 + 3 = 5";
-
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
-    /// The first operand.
-    a: i64,
-    /// The second operand.
-    b: i64,
-}
-
-fn add_tool() -> FnTool {
-    from_fn(
-        "add",
-        "Add two integers.",
-        |args: AddArgs, _ctx| async move { args.a + args.b },
-    )
-}
 
 /// 200 text chunks, one word each, then the finish reason and usage.
 fn long_text() -> (String, String) {

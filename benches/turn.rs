@@ -12,6 +12,10 @@
 //! `MockProvider`, which keeps a copy of every request, the memory runs use a
 //! provider that records nothing, to show what the agent itself holds.
 
+#[path = "common/add.rs"]
+mod add;
+
+use add::add_tool;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -20,12 +24,9 @@ use ferrobot::provider::{
     ChatRequest, EventStream, FinishReason, Health, Provider, StreamEvent, ToolCallDelta,
 };
 use ferrobot::testing::{MockProvider, MockTurn};
-use ferrobot::tool::{FnTool, from_fn};
 use ferrobot::{Agent, Role};
 use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, stream};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
 use tokio::task::JoinSet;
 
@@ -35,22 +36,6 @@ const CONVERSATIONS: usize = 10_000;
 /// request and the history keeps every conversation, so a fresh agent every
 /// batch keeps memory (and the cost of growing those vectors) bounded.
 const BATCH: u64 = 1_000;
-
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
-    /// The first operand.
-    a: i64,
-    /// The second operand.
-    b: i64,
-}
-
-fn add_tool() -> FnTool {
-    from_fn(
-        "add",
-        "Add two integers.",
-        |args: AddArgs, _ctx| async move { args.a + args.b },
-    )
-}
 
 /// Calls `add` unless the last message is a tool result, then answers.
 /// `latency` is waited before each event, like a model that takes time.
