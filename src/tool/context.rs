@@ -22,6 +22,51 @@ impl SharedState {
     }
 }
 
+/// A `#[tool]` parameter that receives the agent's shared value of type `T`,
+/// as axum's `State` does: write `State(db): State<Db>` and build the agent
+/// with `.state(db)`. It is not part of the tool's schema.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::{State, ToolContext};
+/// struct Inventory(Vec<&'static str>);
+/// fn count(State(inventory): State<Inventory>) -> usize {
+///     inventory.0.len()
+/// }
+/// # let _ = count;
+/// ```
+#[derive(Debug)]
+pub struct State<T>(pub Arc<T>);
+
+impl<T> Clone for State<T> {
+    fn clone(&self) -> Self {
+        State(Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::ops::Deref for State<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Send + Sync + 'static> State<T> {
+    /// The agent's shared value of type `T`.
+    ///
+    /// # Errors
+    /// When the agent was built without one; the message says how to add it.
+    pub fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        ctx.state_handle::<T>().map(State).ok_or_else(|| {
+            ToolError::new(format!(
+                "this tool needs shared state of type `{}`, and the agent has none \
+                 (developer: add it with `Agent::builder().state(…)`)",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+}
+
 /// Delivers a message to a conversation outside any turn, for
 /// [`ToolContext::notify_later`]. Bots implement it with their `send`.
 ///
@@ -121,6 +166,13 @@ impl ToolContext {
     /// (`Agent::builder().state(…)`), if any.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.state.0.get(&TypeId::of::<T>())?.downcast_ref()
+    }
+
+    /// The shared value of type `T`, as a handle the caller may keep.
+    pub fn state_handle<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        Arc::clone(self.state.0.get(&TypeId::of::<T>())?)
+            .downcast()
+            .ok()
     }
 
     /// Sends `text` to this conversation after `delay`, outside the turn —

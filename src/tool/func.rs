@@ -88,33 +88,12 @@ where
         })
     };
     FnTool {
-        spec: ToolSpec::new(name, description, schema_for::<A>()),
+        spec: ToolSpec::new(name, description, super::schema::for_type::<A>()),
         handler: Arc::new(handler),
         confirm: None,
         exclusive: false,
         timeout: None,
     }
-}
-
-/// The JSON Schema of `A`, inlined (no `$defs`) and without `$schema`, which
-/// several providers reject.
-fn schema_for<A: JsonSchema>() -> Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.meta_schema = None;
-            s.inline_subschemas = true;
-        })
-        .into_generator();
-    let mut schema = generator.into_root_schema_for::<A>().to_value();
-    if let Value::Object(map) = &mut schema {
-        map.remove("title");
-        // A free-form arguments value (`serde_json::Value`) has an empty
-        // schema; providers want an object.
-        if map.is_empty() {
-            map.insert("type".into(), "object".into());
-        }
-    }
-    schema
 }
 
 impl FnTool {

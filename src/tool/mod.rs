@@ -13,6 +13,7 @@
 pub(crate) mod context;
 mod func;
 mod registry;
+pub mod schema;
 
 use std::fmt;
 use std::time::Duration;
@@ -20,7 +21,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-pub use context::{Notifier, ToolContext};
+pub use context::{Notifier, State, ToolContext};
 pub use func::{FnTool, from_fn};
 pub use registry::ToolRegistry;
 

@@ -6,6 +6,9 @@
 // The turn loop against `MockProvider`: tools, confirmation, slash commands,
 // round cap, locks, cancellation, events.
 mod agent;
+// Tools written with `#[tool]` and `#[toolbox]`, end to end.
+#[cfg(feature = "macros")]
+mod macros;
 // Replays the recorded provider traffic in ../shared/corpus through a
 // loopback server and compares the assembled message with `expected.json`.
 #[cfg(feature = "openai")]

@@ -1,0 +1,314 @@
+//! Writing the code for a parsed tool.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{ImplItem, ItemImpl, ReturnType, Type};
+
+use super::parse::{Confirm, Errors, Param, ToolFn, last_segment};
+
+/// A free function: a unit struct named like the function (the value given
+/// to `.tool(…)`), the function itself as `name::run`, and the `Tool` impl.
+pub(crate) fn free_fn(tool: &ToolFn) -> TokenStream {
+    let func = &tool.func;
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let doc_attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let other_attrs = func.attrs.iter().filter(|a| !a.path().is_ident("doc"));
+    let mut run = func.sig.clone();
+    run.ident = format_ident!("run");
+    let block = &func.block;
+    let call = quote!(#ident::run);
+    let tool_impl = tool_impl(tool, &quote!(#ident), &call);
+    quote! {
+        #(#doc_attrs)*
+        ///
+        /// A ferrobot tool, made by `#[tool]`: register it with
+        /// `Agent::builder().tool(…)`, or call the function directly with `run`.
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #ident;
+
+        impl #ident {
+            /// The function behind the tool, unchanged, for calling directly
+            /// (e.g. in unit tests).
+            #(#other_attrs)*
+            // Arguments arrive owned from the model's JSON, whether or not
+            // the body needs them owned.
+            #[allow(clippy::needless_pass_by_value)]
+            #vis #run #block
+        }
+
+        #tool_impl
+    }
+}
+
+/// An `impl` block whose `#[tool]` methods become tools sharing the value.
+pub(crate) fn toolbox(mut block: ItemImpl) -> syn::Result<TokenStream> {
+    if !block.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &block.generics,
+            "a toolbox can't be generic: name a concrete type",
+        ));
+    }
+    if let Some((_, path, _)) = &block.trait_ {
+        return Err(syn::Error::new_spanned(
+            path,
+            "`#[toolbox]` goes on an inherent `impl Type` block, not a trait impl",
+        ));
+    }
+    let self_ty = block.self_ty.clone();
+    let mut errors = Errors::default();
+    let mut tools = Vec::new();
+    for item in &mut block.items {
+        let ImplItem::Fn(method) = item else { continue };
+        let Some(position) = method.attrs.iter().position(|a| a.path().is_ident("tool")) else {
+            continue;
+        };
+        let attr = method.attrs.remove(position);
+        let args = match &attr.meta {
+            syn::Meta::Path(_) => TokenStream::new(),
+            syn::Meta::List(list) => list.tokens.clone(),
+            syn::Meta::NameValue(nv) => {
+                errors.push(syn::Error::new_spanned(
+                    nv,
+                    "write `#[tool]` or `#[tool(…)]`",
+                ));
+                continue;
+            }
+        };
+        let func = syn::ItemFn {
+            attrs: method.attrs.clone(),
+            vis: method.vis.clone(),
+            sig: method.sig.clone(),
+            block: Box::new(method.block.clone()),
+        };
+        if let Some(tool) = errors.take(ToolFn::parse(args, func, Some(()))) {
+            if !tool.has_self {
+                errors.push(syn::Error::new_spanned(
+                    &method.sig,
+                    "toolbox tools take `&self`; a tool without state can be a free `#[tool]` function",
+                ));
+            }
+            // The method keeps its name and body; only the parameter docs
+            // (which don't compile there) go.
+            method.sig = tool.func.sig.clone();
+            tools.push(tool);
+        }
+    }
+    if tools.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            &block.self_ty,
+            "this toolbox has no `#[tool]` methods",
+        ));
+    }
+    errors.finish()?;
+    let type_name = match &*self_ty {
+        Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let mut impls = Vec::new();
+    let mut structs = Vec::new();
+    for tool in &tools {
+        let method = &tool.func.sig.ident;
+        let holder = format_ident!("__ferrobot_{}_{}", type_name, method);
+        let call = quote!(self.0.#method);
+        let tool_impl = tool_impl(tool, &quote!(#holder), &call);
+        impls.push(quote! {
+            #[allow(non_camel_case_types)]
+            struct #holder(::std::sync::Arc<#self_ty>);
+            #tool_impl
+        });
+        structs.push(holder);
+    }
+    Ok(quote! {
+        #block
+
+        const _: () = {
+            #(#impls)*
+
+            impl ::std::iter::IntoIterator for #self_ty {
+                type Item = ::std::sync::Arc<dyn ::ferrobot::tool::Tool>;
+                type IntoIter = ::std::vec::IntoIter<Self::Item>;
+
+                fn into_iter(self) -> Self::IntoIter {
+                    let shared = ::std::sync::Arc::new(self);
+                    ::std::vec![#(
+                        ::std::sync::Arc::new(#structs(::std::sync::Arc::clone(&shared)))
+                            as ::std::sync::Arc<dyn ::ferrobot::tool::Tool>
+                    ),*]
+                    .into_iter()
+                }
+            }
+        };
+    })
+}
+
+/// The arguments struct and the `Tool` impl for `holder`, calling `call`.
+fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenStream {
+    let name = &tool.name;
+    let description = &tool.description;
+    let args: Vec<_> = tool.args().collect();
+    let fields = args.iter().map(|arg| {
+        let (ident, ty, attrs) = (&arg.ident, &arg.ty, &arg.field_attrs);
+        quote! { #(#attrs)* #ident: #ty }
+    });
+    // Trait checks sit on the argument's type, so the error points there.
+    let checks = args.iter().map(|arg| {
+        let ty = &arg.ty;
+        quote_spanned! {ty.span()=>
+            const _: fn() = || {
+                fn tool_arguments_must_implement_deserialize_and_json_schema<
+                    T: ::ferrobot::__private::serde::de::DeserializeOwned + ::ferrobot::__private::schemars::JsonSchema,
+                >() {}
+                tool_arguments_must_implement_deserialize_and_json_schema::<#ty>();
+            };
+        }
+    });
+    let field_checks = args.iter().map(|arg| {
+        let (ty, wire, optional) = (&arg.ty, &arg.wire_name, arg.optional);
+        quote!(::ferrobot::__private::FieldCheck::new::<#ty>(#wire, #optional))
+    });
+    let mut states = Vec::new();
+    let call_args: Vec<TokenStream> = tool
+        .params
+        .iter()
+        .map(|param| match param {
+            Param::Context { by_ref: true } => quote!(&ctx),
+            Param::Context { by_ref: false } => quote!(::std::clone::Clone::clone(&ctx)),
+            Param::State => {
+                let state = format_ident!("__ferrobot_state{}", states.len());
+                states.push(quote! {
+                    let #state = ::ferrobot::__private::FromContext::from_context(&ctx)?;
+                });
+                quote!(#state)
+            }
+            Param::Arg(arg) => {
+                let ident = &arg.ident;
+                quote!(__args.#ident)
+            }
+        })
+        .collect();
+    let awaited = if tool.func.sig.asyncness.is_some() {
+        quote!(.await)
+    } else {
+        quote!()
+    };
+    let convert = output_conversion(&tool.func.sig.output);
+    let confirmation = match &tool.attrs.confirm {
+        None => quote!(::std::option::Option::None),
+        Some(Confirm::Default) => quote!(::std::option::Option::Some(
+            ::ferrobot::__private::default_confirmation(#name, arguments)
+        )),
+        Some(Confirm::Template(template)) => quote!(::std::option::Option::Some(
+            ::ferrobot::tool::fill_placeholders(#template, arguments)
+        )),
+    };
+    let exclusive = tool.attrs.exclusive;
+    let timeout = match tool.attrs.timeout_ms {
+        Some(ms) => quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms))),
+        None => quote!(::std::option::Option::None),
+    };
+    let platforms = &tool.attrs.platforms;
+    let requires = &tool.attrs.requires;
+    let availability = if platforms.is_empty() && requires.is_empty() {
+        quote!(::std::result::Result::Ok(()))
+    } else {
+        quote! {
+            static AVAILABLE: ::std::sync::OnceLock<::std::result::Result<(), ::std::string::String>> =
+                ::std::sync::OnceLock::new();
+            ::std::clone::Clone::clone(AVAILABLE.get_or_init(|| {
+                ::ferrobot::__private::availability(&[#(#platforms),*], &[#(#requires),*])
+            }))
+        }
+    };
+    quote! {
+        const _: () = {
+            #(#checks)*
+
+            #[derive(::ferrobot::__private::serde::Deserialize, ::ferrobot::__private::schemars::JsonSchema)]
+            #[serde(crate = "::ferrobot::__private::serde")]
+            #[schemars(crate = "::ferrobot::__private::schemars")]
+            #[allow(non_camel_case_types, dead_code)]
+            struct __ferrobot_args { #(#fields),* }
+
+            impl ::ferrobot::tool::Tool for #holder {
+                fn spec(&self) -> &::ferrobot::ToolSpec {
+                    static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
+                        ::ferrobot::ToolSpec::new(#name, #description, ::ferrobot::tool::schema::for_type::<__ferrobot_args>())
+                    });
+                    &SPEC
+                }
+
+                fn call(
+                    &self,
+                    arguments: ::ferrobot::__private::Value,
+                    ctx: ::ferrobot::ToolContext,
+                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                    ::std::boxed::Box::pin(async move {
+                        let arguments = ::ferrobot::__private::normalize(arguments);
+                        let __args: __ferrobot_args = ::ferrobot::__private::parse_arguments(
+                            #name,
+                            &arguments,
+                            &[#(#field_checks),*],
+                        )?;
+                        #(#states)*
+                        let __out = #call(#(#call_args),*) #awaited;
+                        #convert
+                    })
+                }
+
+                fn confirmation(&self, arguments: &::ferrobot::__private::Value) -> ::std::option::Option<::std::string::String> {
+                    let _ = arguments;
+                    #confirmation
+                }
+
+                fn is_exclusive(&self) -> bool {
+                    #exclusive
+                }
+
+                fn timeout(&self) -> ::std::option::Option<::std::time::Duration> {
+                    #timeout
+                }
+
+                fn availability(&self) -> ::std::result::Result<(), ::std::string::String> {
+                    #availability
+                }
+            }
+        };
+    }
+}
+
+/// How the function's return value becomes the text the model reads: a
+/// `Result`'s error goes to the model as an error result; a success value
+/// (or a plain return value) is taken as is when it is text, `()` or a
+/// number, and as JSON when it is any other `Serialize`.
+fn output_conversion(output: &ReturnType) -> TokenStream {
+    let success = quote! {{
+        #[allow(unused_imports)]
+        use ::ferrobot::__private::{ViaIntoToolOutput as _, ViaSerialize as _};
+        (&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
+    }};
+    let is_result = match output {
+        ReturnType::Type(_, ty) => last_segment(ty).is_some_and(|s| s.ident == "Result"),
+        ReturnType::Default => false,
+    };
+    if is_result {
+        quote! {
+            match __out {
+                ::std::result::Result::Ok(__value) => #success,
+                ::std::result::Result::Err(__error) => ::std::result::Result::Err(::ferrobot::tool::ToolError::new(__error)),
+            }
+        }
+    } else {
+        quote! {{
+            let __value = __out;
+            #success
+        }}
+    }
+}

@@ -1,0 +1,286 @@
+//! JSON Schemas for tool arguments, in the forms providers accept.
+//!
+//! [`for_type`] makes the plain form from a type's `JsonSchema`: subschemas
+//! inlined (no `$ref`/`$defs`), no `$schema`, `title` or `format` noise at the
+//! top. Providers differ in what else they take, so the provider modules
+//! convert it:
+//!
+//! - [`openai_strict`]: `OpenAI`'s strict mode wants every object closed
+//!   (`additionalProperties: false`) and every property required, optional
+//!   ones as nullable; maps can't be expressed, so it returns `None` and the
+//!   provider sends the plain form without `strict`.
+//! - [`gemini`]: Gemini takes an `OpenAPI` subset: no `$ref`, `$schema`,
+//!   `additionalProperties`, `const` or `type: [T, "null"]` (it says
+//!   `nullable: true`), and only a few `format`s.
+//!
+//! Both are total functions over any schema; a keyword a provider would
+//! reject is dropped or rewritten, never passed through.
+
+use schemars::JsonSchema;
+use serde_json::{Map, Value, json};
+
+/// The plain, portable JSON Schema of `T`.
+///
+/// # Examples
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Args {
+///     /// The path.
+///     path: String,
+/// }
+/// let schema = ferrobot::tool::schema::for_type::<Args>();
+/// assert_eq!(schema["properties"]["path"]["description"], "The path.");
+/// assert!(schema.get("$schema").is_none());
+/// ```
+pub fn for_type<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+            s.inline_subschemas = true;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.remove("title");
+        // A free-form arguments value (`serde_json::Value`) has an empty
+        // schema; providers want an object, which here takes any keys.
+        if map.is_empty() {
+            map.insert("type".into(), "object".into());
+            map.insert("additionalProperties".into(), Value::Bool(true));
+        }
+        if map.get("type") == Some(&json!("object")) && !map.contains_key("properties") {
+            map.insert("properties".into(), json!({}));
+        }
+    }
+    schema
+}
+
+/// The schema in the form `OpenAI`'s strict mode accepts, or `None` when it
+/// can't be expressed there (maps with free keys).
+///
+/// # Examples
+/// ```
+/// use serde_json::json;
+/// let plain = json!({"type": "object", "properties": {
+///     "path": {"type": "string"}, "depth": {"type": ["integer", "null"]}
+/// }, "required": ["path"]});
+/// let strict = ferrobot::tool::schema::openai_strict(&plain).unwrap();
+/// assert_eq!(strict["required"], json!(["path", "depth"]));
+/// assert_eq!(strict["additionalProperties"], json!(false));
+/// ```
+pub fn openai_strict(schema: &Value) -> Option<Value> {
+    let mut schema = schema.clone();
+    strict_in_place(&mut schema).then_some(schema)
+}
+
+fn strict_in_place(schema: &mut Value) -> bool {
+    let Value::Object(map) = schema else {
+        return true;
+    };
+    map.remove("default");
+    map.remove("$schema");
+    // Free keys (maps, free-form objects) can't be closed.
+    if matches!(
+        map.get("additionalProperties"),
+        Some(Value::Object(_) | Value::Bool(true))
+    ) {
+        return false;
+    }
+    let mut ok = true;
+    let required: Vec<String> = match map.get("required") {
+        Some(Value::Array(r)) => r
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        let keys: Vec<Value> = props.keys().cloned().map(Value::String).collect();
+        for (key, prop) in props.iter_mut() {
+            ok &= strict_in_place(prop);
+            if !required.contains(key) {
+                make_nullable(prop);
+            }
+        }
+        map.insert("required".into(), Value::Array(keys));
+        map.insert("additionalProperties".into(), Value::Bool(false));
+    } else if map.get("type") == Some(&json!("object")) {
+        map.insert("properties".into(), json!({}));
+        map.insert("required".into(), json!([]));
+        map.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for key in ["items", "not"] {
+        if let Some(sub) = map.get_mut(key) {
+            ok &= strict_in_place(sub);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(subs)) = map.get_mut(key) {
+            for sub in subs {
+                ok &= strict_in_place(sub);
+            }
+        }
+    }
+    // Strict mode takes `anyOf` but not `oneOf`.
+    if let Some(one_of) = map.remove("oneOf") {
+        map.insert("anyOf".into(), one_of);
+    }
+    ok
+}
+
+/// Lets `null` through: `type: T` becomes `type: [T, "null"]`; a schema
+/// without a simple type is wrapped in `anyOf: [schema, {type: null}]`.
+fn make_nullable(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    match map.get_mut("type") {
+        Some(Value::String(t)) => {
+            let t = std::mem::take(t);
+            map.insert("type".into(), json!([t, "null"]));
+            if let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.contains(&Value::Null)
+            {
+                values.push(Value::Null);
+            }
+        }
+        Some(Value::Array(types)) => {
+            if !types.contains(&json!("null")) {
+                types.push(json!("null"));
+            }
+        }
+        _ => {
+            let inner = Value::Object(std::mem::take(map));
+            map.insert("anyOf".into(), json!([inner, {"type": "null"}]));
+        }
+    }
+}
+
+/// Keywords Gemini's schema subset accepts.
+const GEMINI_KEYWORDS: [&str; 16] = [
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "properties",
+    "required",
+    "anyOf",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+];
+
+/// The schema in the form Gemini accepts.
+///
+/// # Examples
+/// ```
+/// use serde_json::json;
+/// let plain = json!({"type": "object", "additionalProperties": false, "properties": {
+///     "depth": {"type": ["integer", "null"], "format": "uint32", "minimum": 0}
+/// }});
+/// let gemini = ferrobot::tool::schema::gemini(&plain);
+/// assert_eq!(gemini, json!({"type": "object", "properties": {
+///     "depth": {"type": "integer", "nullable": true, "minimum": 0}
+/// }}));
+/// ```
+pub fn gemini(schema: &Value) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    // `type: [T, "null"]` → `type: T, nullable: true`; several non-null types
+    // become `anyOf`.
+    match map.get("type") {
+        Some(Value::Array(types)) => {
+            let non_null: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+            if non_null.len() < types.len() {
+                out.insert("nullable".into(), Value::Bool(true));
+            }
+            match non_null.as_slice() {
+                [one] => {
+                    out.insert("type".into(), (*one).clone());
+                }
+                [] => {}
+                many => {
+                    let variants: Vec<Value> = many.iter().map(|t| json!({"type": t})).collect();
+                    out.insert("anyOf".into(), Value::Array(variants));
+                }
+            }
+        }
+        Some(t) => {
+            out.insert("type".into(), t.clone());
+        }
+        None => {}
+    }
+    for (key, value) in map {
+        match key.as_str() {
+            "type" => {}
+            "const" => {
+                out.insert("enum".into(), json!([value]));
+            }
+            "format" => {
+                // Gemini takes `enum` and `date-time` for strings and the
+                // sized number formats; others are dropped.
+                if matches!(
+                    value.as_str(),
+                    Some("date-time" | "enum" | "int32" | "int64" | "float" | "double")
+                ) {
+                    out.insert(key.clone(), value.clone());
+                }
+            }
+            "properties" => {
+                let props: Map<String, Value> = value
+                    .as_object()
+                    .map(|p| p.iter().map(|(k, v)| (k.clone(), gemini(v))).collect())
+                    .unwrap_or_default();
+                out.insert(key.clone(), Value::Object(props));
+            }
+            "items" => {
+                out.insert(key.clone(), gemini(value));
+            }
+            "anyOf" | "oneOf" => {
+                let variants: Vec<Value> =
+                    value.as_array().into_iter().flatten().map(gemini).collect();
+                // `anyOf: [X, {type: null}]` is a nullable X.
+                let (nulls, rest): (Vec<Value>, Vec<Value>) = variants
+                    .into_iter()
+                    .partition(|v| v.get("type") == Some(&json!("null")));
+                if !nulls.is_empty() {
+                    out.insert("nullable".into(), Value::Bool(true));
+                }
+                if let [only] = rest.as_slice() {
+                    if let Value::Object(only) = only {
+                        for (k, v) in only {
+                            out.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                } else if !rest.is_empty() {
+                    out.insert("anyOf".into(), Value::Array(rest));
+                }
+            }
+            "enum" => {
+                let values: Vec<Value> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|v| !v.is_null())
+                    .cloned()
+                    .collect();
+                out.insert(key.clone(), Value::Array(values));
+            }
+            other if GEMINI_KEYWORDS.contains(&other) => {
+                out.insert(key.clone(), value.clone());
+            }
+            _ => {}
+        }
+    }
+    // Gemini wants enums of strings typed as strings.
+    if out.contains_key("enum") && !out.contains_key("type") {
+        out.insert("type".into(), "string".into());
+    }
+    Value::Object(out)
+}
