@@ -18,12 +18,28 @@ use crate::tool::{IntoToolOutput, State, ToolContext, ToolError};
 
 /// Arguments as a model may send them for a tool without any: `""` or
 /// `null` mean `{}`.
+///
+/// Object members that are `null` are dropped, so a model writing
+/// `"depth": null` for an argument it leaves out (as `OpenAI`'s strict mode
+/// makes it do) gets the argument's default rather than a type error.
 pub fn normalize(arguments: Value) -> Value {
-    match arguments {
+    fn drop_nulls(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.retain(|_, v| !v.is_null());
+                map.values_mut().for_each(drop_nulls);
+            }
+            Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+            _ => {}
+        }
+    }
+    let mut arguments = match arguments {
         Value::Null => Value::Object(Default::default()),
         Value::String(s) if s.trim().is_empty() => Value::Object(Default::default()),
         other => other,
-    }
+    };
+    drop_nulls(&mut arguments);
+    arguments
 }
 
 /// How to check one argument on its own, to name each bad one.

@@ -79,12 +79,33 @@ fn strict_in_place(schema: &mut Value) -> bool {
     };
     map.remove("default");
     map.remove("$schema");
-    // Free keys (maps, free-form objects) can't be closed.
+    // Free keys (maps, free-form objects) can't be closed, and an untyped
+    // value can't be described at all.
     if matches!(
         map.get("additionalProperties"),
         Some(Value::Object(_) | Value::Bool(true))
     ) {
         return false;
+    }
+    if !["type", "anyOf", "oneOf", "allOf", "enum", "const"]
+        .iter()
+        .any(|k| map.contains_key(*k))
+    {
+        return false;
+    }
+    // Tuples have no strict form.
+    if map.contains_key("prefixItems") {
+        return false;
+    }
+    map.remove("minLength");
+    map.remove("maxLength");
+    // Strict mode takes only these formats, all on strings.
+    if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| !STRICT_FORMATS.contains(&f))
+    {
+        map.remove("format");
     }
     let mut ok = true;
     let required: Vec<String> = match map.get("required") {
@@ -114,7 +135,7 @@ fn strict_in_place(schema: &mut Value) -> bool {
             ok &= strict_in_place(sub);
         }
     }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+    for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(subs)) = map.get_mut(key) {
             for sub in subs {
                 ok &= strict_in_place(sub);
@@ -127,6 +148,18 @@ fn strict_in_place(schema: &mut Value) -> bool {
     }
     ok
 }
+
+const STRICT_FORMATS: [&str; 9] = [
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
 
 /// Lets `null` through: `type: T` becomes `type: [T, "null"]`; a schema
 /// without a simple type is wrapped in `anyOf: [schema, {type: null}]`.
@@ -242,6 +275,16 @@ pub fn gemini(schema: &Value) -> Value {
             "items" => {
                 out.insert(key.clone(), gemini(value));
             }
+            // A tuple's positions become one item schema that takes any of them.
+            "prefixItems" if !map.contains_key("items") => {
+                let variants: Vec<Value> =
+                    value.as_array().into_iter().flatten().map(gemini).collect();
+                let items = match variants.as_slice() {
+                    [one] => one.clone(),
+                    _ => json!({"anyOf": variants}),
+                };
+                out.insert("items".into(), items);
+            }
             "anyOf" | "oneOf" => {
                 let variants: Vec<Value> =
                     value.as_array().into_iter().flatten().map(gemini).collect();
@@ -278,9 +321,13 @@ pub fn gemini(schema: &Value) -> Value {
             _ => {}
         }
     }
-    // Gemini wants enums of strings typed as strings.
+    // Gemini wants enums of strings typed as strings, and every schema
+    // typed: an untyped (free-form) value is offered as an object.
     if out.contains_key("enum") && !out.contains_key("type") {
         out.insert("type".into(), "string".into());
+    }
+    if !out.contains_key("type") && !out.contains_key("anyOf") {
+        out.insert("type".into(), "object".into());
     }
     Value::Object(out)
 }

@@ -296,3 +296,35 @@ async fn a_toolbox_registers_its_tools_sharing_the_value() {
     let _: Arc<dyn Tool> = Arc::new(disk_usage);
     let _ = Value::Null;
 }
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Walk {
+    #[serde(default = "three")]
+    depth: u32,
+}
+
+fn three() -> u32 {
+    3
+}
+
+/// Walk a tree.
+#[tool]
+async fn walk(
+    /** How. */
+    how: Walk,
+    /** Label. */
+    label: Option<String>,
+) -> String {
+    format!("{} {}", how.depth, label.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn nulls_for_left_out_arguments_mean_their_defaults() {
+    let out = walk
+        .call(
+            json!({"how": {"depth": null}, "label": null}),
+            ToolContext::for_test("t"),
+        )
+        .await;
+    assert_eq!(out.unwrap(), "3 ");
+}

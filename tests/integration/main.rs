@@ -9,6 +9,9 @@ mod agent;
 // Tools written with `#[tool]` and `#[toolbox]`, end to end.
 #[cfg(feature = "macros")]
 mod macros;
+// The schemas of many `#[tool]` signatures in every provider's form.
+#[cfg(feature = "macros")]
+mod schemas;
 // Replays the recorded provider traffic in ../shared/corpus through a
 // loopback server and compares the assembled message with `expected.json`.
 #[cfg(feature = "openai")]

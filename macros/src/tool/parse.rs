@@ -77,6 +77,7 @@ impl ToolFn {
         }
         let mut params = Vec::new();
         let mut has_self = false;
+        let tool_ident = func.sig.ident.clone();
         for input in &mut func.sig.inputs {
             match input {
                 FnArg::Receiver(receiver) => {
@@ -111,7 +112,9 @@ impl ToolFn {
                             || a.path().is_ident("serde")
                             || a.path().is_ident("schemars"))
                     });
-                    if let Some(param) = errors.take(Param::parse(typed, docs_and_serde)) {
+                    if let Some(param) =
+                        errors.take(Param::parse(typed, docs_and_serde, &tool_ident))
+                    {
                         params.push(param);
                     }
                 }
@@ -206,7 +209,11 @@ impl ToolAttrs {
 }
 
 impl Param {
-    fn parse(typed: &mut syn::PatType, field_attrs: Vec<Attribute>) -> syn::Result<Self> {
+    fn parse(
+        typed: &mut syn::PatType,
+        field_attrs: Vec<Attribute>,
+        tool_ident: &Ident,
+    ) -> syn::Result<Self> {
         let ty = &*typed.ty;
         if is_context(ty) {
             return Ok(Param::Context {
@@ -243,6 +250,16 @@ impl Param {
             }
         };
         let serde = serde_options(&field_attrs)?;
+        if tool_ident == &ident {
+            return Err(syn::Error::new_spanned(
+                &ident,
+                format!(
+                    "an argument can't be named like its tool: `#[tool]` turns `{ident}` into a value, \
+                     which this argument would shadow; rename the argument (its JSON key can stay \
+                     `{ident}` with `#[serde(rename = \"{ident}\")]`)"
+                ),
+            ));
+        }
         let optional = serde.default || last_segment(ty).is_some_and(|s| s.ident == "Option");
         Ok(Param::Arg(Box::new(Arg {
             wire_name: serde.rename.unwrap_or_else(|| ident.to_string()),
