@@ -28,7 +28,7 @@ impl SharedState {
 ///
 /// # Examples
 /// ```
-/// use ferrobot::tool::{State, ToolContext};
+/// use ferrobot::tool::State;
 /// struct Inventory(Vec<&'static str>);
 /// fn count(State(inventory): State<Inventory>) -> usize {
 ///     inventory.0.len()

@@ -26,10 +26,10 @@ use serde_json::{Map, Value, json};
 /// #[derive(schemars::JsonSchema)]
 /// struct Args {
 ///     /// The path.
-///     path: String,
+///     _path: String,
 /// }
 /// let schema = ferrobot::tool::schema::for_type::<Args>();
-/// assert_eq!(schema["properties"]["path"]["description"], "The path.");
+/// assert_eq!(schema["properties"]["_path"]["description"], "The path.");
 /// assert!(schema.get("$schema").is_none());
 /// ```
 pub fn for_type<T: JsonSchema>() -> Value {
@@ -65,7 +65,7 @@ pub fn for_type<T: JsonSchema>() -> Value {
 ///     "path": {"type": "string"}, "depth": {"type": ["integer", "null"]}
 /// }, "required": ["path"]});
 /// let strict = ferrobot::tool::schema::openai_strict(&plain).unwrap();
-/// assert_eq!(strict["required"], json!(["path", "depth"]));
+/// assert_eq!(strict["required"], json!(["depth", "path"]));
 /// assert_eq!(strict["additionalProperties"], json!(false));
 /// ```
 pub fn openai_strict(schema: &Value) -> Option<Value> {

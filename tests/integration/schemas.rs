@@ -281,24 +281,24 @@ fn all() -> Vec<Box<dyn Tool>> {
 }
 
 /// Every keyword anywhere in a schema, with the path where it is.
-fn walk<'a>(value: &'a Value, path: String, out: &mut Vec<(String, &'a str, &'a Value)>) {
+fn walk<'a>(value: &'a Value, path: &str, out: &mut Vec<(String, &'a str, &'a Value)>) {
     match value {
         Value::Object(map) => {
             for (key, v) in map {
-                out.push((path.clone(), key.as_str(), v));
+                out.push((path.to_owned(), key.as_str(), v));
                 // Property names are data, not keywords.
                 if key == "properties" {
                     for (name, prop) in v.as_object().into_iter().flatten() {
-                        walk(prop, format!("{path}/properties/{name}"), out);
+                        walk(prop, &format!("{path}/properties/{name}"), out);
                     }
                 } else {
-                    walk(v, format!("{path}/{key}"), out);
+                    walk(v, &format!("{path}/{key}"), out);
                 }
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(item, format!("{path}/{i}"), out);
+                walk(item, &format!("{path}/{i}"), out);
             }
         }
         _ => {}
@@ -307,7 +307,7 @@ fn walk<'a>(value: &'a Value, path: String, out: &mut Vec<(String, &'a str, &'a 
 
 fn check_gemini(name: &str, schema: &Value) {
     let mut keywords = Vec::new();
-    walk(schema, String::new(), &mut keywords);
+    walk(schema, "", &mut keywords);
     for (path, key, value) in keywords {
         assert!(
             !matches!(
@@ -333,7 +333,7 @@ fn check_gemini(name: &str, schema: &Value) {
 
 fn check_strict(name: &str, schema: &Value) {
     let mut keywords = Vec::new();
-    walk(schema, String::new(), &mut keywords);
+    walk(schema, "", &mut keywords);
     for (path, key, value) in &keywords {
         assert!(
             !matches!(*key, "$ref" | "default" | "oneOf"),
