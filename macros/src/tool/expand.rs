@@ -60,12 +60,14 @@ pub(crate) fn toolbox(mut block: ItemImpl) -> syn::Result<TokenStream> {
     let self_ty = block.self_ty.clone();
     let mut errors = Errors::default();
     let mut tools = Vec::new();
+    let mut marked = 0;
     for item in &mut block.items {
         let ImplItem::Fn(method) = item else { continue };
         let Some(position) = method.attrs.iter().position(|a| a.path().is_ident("tool")) else {
             continue;
         };
         let attr = method.attrs.remove(position);
+        marked += 1;
         let args = match &attr.meta {
             syn::Meta::Path(_) => TokenStream::new(),
             syn::Meta::List(list) => list.tokens.clone(),
@@ -96,7 +98,7 @@ pub(crate) fn toolbox(mut block: ItemImpl) -> syn::Result<TokenStream> {
             tools.push(tool);
         }
     }
-    if tools.is_empty() {
+    if marked == 0 {
         errors.push(syn::Error::new_spanned(
             &block.self_ty,
             "this toolbox has no `#[tool]` methods",

@@ -1,0 +1,7 @@
+use ferrobot::tool;
+
+/// Walk.
+#[tool]
+async fn walk(walk: String) {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use ferrobot::tool;
+
+#[tool]
+async fn undocumented(text: String) {}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use ferrobot::tool;
+
+/// Echo.
+#[tool]
+async fn echo(text: &str) {}
+
+fn main() {}
