@@ -106,7 +106,7 @@ pub fn parse_arguments<T: serde::de::DeserializeOwned>(
     if problems.is_empty() {
         let _ = write!(problems, "\n- {whole}");
     }
-    Err(ToolError::new(format!(
+    Err(ToolError::invalid_arguments(format!(
         "Invalid arguments for `{tool}`:{problems}\nCall `{tool}` again with arguments that match its schema."
     )))
 }

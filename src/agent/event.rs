@@ -57,6 +57,9 @@ pub enum ToolOutcome {
     Ok,
     /// The tool ran and returned an error.
     Failed,
+    /// The model's arguments were not valid JSON, not an object, or did not
+    /// fit the tool's schema; the model is told what to fix.
+    InvalidArguments,
     /// The tool panicked; the panic was caught.
     Panicked,
     /// The tool ran past its time-out and was stopped.

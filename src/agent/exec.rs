@@ -1,5 +1,6 @@
 //! Deciding on and running the tool calls of one round.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,10 +27,14 @@ pub(crate) async fn run_calls(
     inner: &Inner,
     conversation: &Arc<str>,
     calls: &[ToolCall],
+    bad_arguments: &HashMap<String, u32>,
     sink: &impl EventSink,
     cancel: &CancellationToken,
 ) -> Vec<(ToolResult, ToolCallRecord)> {
-    let decided: Vec<Decided> = calls.iter().map(|call| decide(inner, call)).collect();
+    let decided: Vec<Decided> = calls
+        .iter()
+        .map(|call| decide(inner, call, bad_arguments))
+        .collect();
     let one_at_a_time = decided.iter().any(|d| {
         matches!(
             d,
@@ -60,30 +65,47 @@ enum Decided {
         tool: Arc<dyn Tool>,
         confirm: Option<String>,
     },
-    Reject(String),
+    Reject(ToolOutcome, String),
 }
 
-fn decide(inner: &Inner, call: &ToolCall) -> Decided {
+fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) -> Decided {
     let Some(tool) = inner.tools.get(&call.name) else {
         let known: Vec<String> = inner.tools.specs().iter().map(|s| s.name.clone()).collect();
-        return Decided::Reject(format!(
-            "Unknown tool `{}`. Available tools: {}.",
-            call.name,
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        ));
+        return Decided::Reject(
+            ToolOutcome::Rejected,
+            format!(
+                "Unknown tool `{}`. Available tools: {}.",
+                call.name,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        );
     };
     if !inner.tools.is_enabled(&call.name) {
-        return Decided::Reject(format!("Tool `{}` is disabled.", call.name));
+        return Decided::Reject(
+            ToolOutcome::Rejected,
+            format!("Tool `{}` is disabled.", call.name),
+        );
     }
     if let Err(reason) = tool.availability() {
-        return Decided::Reject(format!(
-            "Tool `{}` is unavailable here: {reason}",
-            call.name
-        ));
+        return Decided::Reject(
+            ToolOutcome::Rejected,
+            format!("Tool `{}` is unavailable here: {reason}", call.name),
+        );
+    }
+    let wrong = bad_arguments.get(&call.name).copied().unwrap_or(0);
+    if wrong > tool.argument_retries() {
+        return Decided::Reject(
+            ToolOutcome::Rejected,
+            format!(
+                "Not run: `{}` was called with invalid arguments {wrong} times in this turn. \
+                 Answer without it, or ask the user for what is missing.",
+                call.name
+            ),
+        );
     }
     match &call.arguments {
         Value::Object(_) => {}
@@ -91,16 +113,22 @@ fn decide(inner: &Inner, call: &ToolCall) -> Decided {
             let why = serde_json::from_str::<Value>(raw)
                 .err()
                 .map_or_else(String::new, |e| format!(" ({e})"));
-            return Decided::Reject(format!(
-                "The arguments are not valid JSON{why}. Call `{}` again with a JSON object matching its schema.",
-                call.name
-            ));
+            return Decided::Reject(
+                ToolOutcome::InvalidArguments,
+                format!(
+                    "The arguments are not valid JSON{why}. Call `{}` again with a JSON object matching its schema.",
+                    call.name
+                ),
+            );
         }
         other => {
-            return Decided::Reject(format!(
-                "The arguments must be a JSON object, not `{other}`. Call `{}` again with an object matching its schema.",
-                call.name
-            ));
+            return Decided::Reject(
+                ToolOutcome::InvalidArguments,
+                format!(
+                    "The arguments must be a JSON object, not `{other}`. Call `{}` again with an object matching its schema.",
+                    call.name
+                ),
+            );
         }
     }
     let confirm = tool.confirmation(&call.arguments);
@@ -125,7 +153,7 @@ async fn run_one(
     );
     let (outcome, content) = async {
         let (tool, confirm) = match decided {
-            Decided::Reject(reason) => return (ToolOutcome::Rejected, reason),
+            Decided::Reject(outcome, reason) => return (outcome, reason),
             Decided::Run { tool, confirm } => (tool, confirm),
         };
         if cancel.is_cancelled() {
@@ -223,6 +251,9 @@ async fn execute(
     call_cancel.cancel();
     match outcome {
         Ok(Ok(Ok(output))) => (ToolOutcome::Ok, output),
+        Ok(Ok(Err(error))) if error.is_invalid_arguments() => {
+            (ToolOutcome::InvalidArguments, error.to_string())
+        }
         Ok(Ok(Err(error))) => (ToolOutcome::Failed, format!("Error: {error}")),
         Ok(Err(panic)) => (
             ToolOutcome::Panicked,

@@ -39,6 +39,7 @@ pub(super) async fn run(
         inner,
         conversation,
         std::slice::from_ref(&call),
+        &Default::default(),
         sink,
         cancel,
     )

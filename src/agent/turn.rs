@@ -1,5 +1,6 @@
 //! The turn loop: model call, tool round, repeat.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -31,6 +32,7 @@ pub(super) async fn run(
         cancel,
         usage: Usage::default(),
         records: Vec::new(),
+        bad_arguments: HashMap::new(),
     }
     .run(text)
     .instrument(span)
@@ -44,6 +46,8 @@ struct Turn<'a, S> {
     cancel: &'a CancellationToken,
     usage: Usage,
     records: Vec<ToolCallRecord>,
+    /// How often each tool got invalid arguments this turn.
+    bad_arguments: HashMap<String, u32>,
 }
 
 /// How one model call ended.
@@ -95,6 +99,7 @@ impl<S: EventSink> Turn<'_, S> {
                     self.inner,
                     &self.conversation,
                     &calls,
+                    &self.bad_arguments,
                     self.sink,
                     self.cancel,
                 )
@@ -104,6 +109,14 @@ impl<S: EventSink> Turn<'_, S> {
                 results.into_iter().unzip();
             let step = [assembled.message.clone(), Message::tool_results(results)];
             self.store(&step).await?;
+            for record in &records {
+                if record.outcome == ToolOutcome::InvalidArguments {
+                    *self
+                        .bad_arguments
+                        .entry(record.call.name.clone())
+                        .or_default() += 1;
+                }
+            }
             self.records.extend(records);
             if self.cancel.is_cancelled() {
                 return Err(Error::Cancelled);

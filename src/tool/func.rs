@@ -80,7 +80,7 @@ where
         let f = Arc::clone(&f);
         Box::pin(async move {
             let args = parsed.map_err(|e| {
-                ToolError::new(format!(
+                ToolError::invalid_arguments(format!(
                     "invalid arguments: {e}. Check the tool's schema and call it again."
                 ))
             })?;

@@ -86,6 +86,13 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// How many times in one turn the model may call the tool again after
+    /// sending invalid arguments; beyond that the call is not run and the
+    /// model is told to answer without it. By default, 2.
+    fn argument_retries(&self) -> u32 {
+        2
+    }
+
     /// Whether the tool can run on this machine. An unavailable tool stays
     /// listed; a call answers with the reason instead of running. By default,
     /// available.
@@ -142,6 +149,7 @@ impl IntoTool for std::sync::Arc<dyn Tool> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
     message: String,
+    invalid_arguments: bool,
 }
 
 impl ToolError {
@@ -149,7 +157,24 @@ impl ToolError {
     pub fn new(message: impl fmt::Display) -> Self {
         Self {
             message: message.to_string(),
+            invalid_arguments: false,
         }
+    }
+
+    /// The model's arguments did not fit the tool's schema; the message says
+    /// what was wrong. The agent counts these per tool and turn, and stops
+    /// running a tool the model keeps calling wrongly
+    /// ([`Tool::argument_retries`]).
+    pub fn invalid_arguments(message: impl fmt::Display) -> Self {
+        Self {
+            invalid_arguments: true,
+            ..Self::new(message)
+        }
+    }
+
+    /// Whether the model's arguments were the problem.
+    pub fn is_invalid_arguments(&self) -> bool {
+        self.invalid_arguments
     }
 
     /// The message the model will read.

@@ -299,8 +299,8 @@ async fn every_failure_becomes_a_result_the_model_can_read() {
             ToolOutcome::Panicked,
             ToolOutcome::TimedOut,
             ToolOutcome::Rejected,
-            ToolOutcome::Rejected,
-            ToolOutcome::Failed
+            ToolOutcome::InvalidArguments,
+            ToolOutcome::InvalidArguments
         ]
     );
     let results = results_of(&mock.requests()[1]);

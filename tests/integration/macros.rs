@@ -161,10 +161,10 @@ async fn every_bad_argument_is_named_and_a_corrected_retry_works() {
     let reply = agent.handle("a", "disk?").await.unwrap();
     assert_eq!(reply.text, "42 GB free.");
     let outcomes: Vec<ToolOutcome> = reply.tool_calls.iter().map(|r| r.outcome).collect();
-    assert_eq!(outcomes, [ToolOutcome::Failed, ToolOutcome::Ok]);
+    assert_eq!(outcomes, [ToolOutcome::InvalidArguments, ToolOutcome::Ok]);
     let first = &reply.tool_calls[0].content;
     assert!(
-        first.starts_with("Error: Invalid arguments for `disk_usage`:"),
+        first.starts_with("Invalid arguments for `disk_usage`:"),
         "{first}"
     );
     assert!(
@@ -327,4 +327,45 @@ async fn nulls_for_left_out_arguments_mean_their_defaults() {
         )
         .await;
     assert_eq!(out.unwrap(), "3 ");
+}
+
+/// Strict about its input.
+#[tool(retries = 1)]
+async fn picky(
+    /** A number. */
+    n: u32,
+) -> u32 {
+    n
+}
+
+#[tokio::test]
+async fn a_model_that_keeps_sending_bad_arguments_is_stopped() {
+    let mock = MockProvider::from_fn(|request| {
+        let last = request.messages.last().unwrap();
+        match last.tool_results_iter().next() {
+            Some(result) if result.content.starts_with("Not run") => {
+                MockTurn::new().text("I could not.")
+            }
+            _ => MockTurn::new().tool_call("picky", json!({"n": "lots"})),
+        }
+    });
+    let agent = Agent::builder().provider(mock.clone()).tool(picky).build();
+    let reply = agent.handle("a", "go").await.unwrap();
+    let outcomes: Vec<ToolOutcome> = reply.tool_calls.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ToolOutcome::InvalidArguments,
+            ToolOutcome::InvalidArguments,
+            ToolOutcome::Rejected
+        ]
+    );
+    assert!(
+        reply.tool_calls[2]
+            .content
+            .contains("invalid arguments 2 times in this turn"),
+        "{}",
+        reply.tool_calls[2].content
+    );
+    assert_eq!(reply.text, "I could not.");
 }

@@ -216,6 +216,14 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
         Some(ms) => quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms))),
         None => quote!(::std::option::Option::None),
     };
+    let retries = match tool.attrs.retries {
+        Some(n) => quote! {
+            fn argument_retries(&self) -> u32 {
+                #n
+            }
+        },
+        None => quote!(),
+    };
     let platforms = &tool.attrs.platforms;
     let requires = &tool.attrs.requires;
     let availability = if platforms.is_empty() && requires.is_empty() {
@@ -281,6 +289,8 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
                 fn availability(&self) -> ::std::result::Result<(), ::std::string::String> {
                     #availability
                 }
+
+                #retries
             }
         };
     }

@@ -27,6 +27,7 @@ pub(crate) struct ToolAttrs {
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) platforms: Vec<LitStr>,
     pub(crate) requires: Vec<LitStr>,
+    pub(crate) retries: Option<u32>,
 }
 
 pub(crate) enum Confirm {
@@ -195,10 +196,13 @@ impl ToolAttrs {
                 attrs.platforms = string_list(&meta.value()?.parse()?)?;
             } else if meta.path.is_ident("requires") {
                 attrs.requires = string_list(&meta.value()?.parse()?)?;
+            } else if meta.path.is_ident("retries") {
+                let lit: syn::LitInt = meta.value()?.parse()?;
+                attrs.retries = Some(lit.base10_parse()?);
             } else {
                 return Err(meta.error(
                     "unknown `#[tool]` option; expected `name`, `description`, `confirm`, \
-                     `exclusive`, `timeout`, `platforms` or `requires`",
+                     `exclusive`, `timeout`, `retries`, `platforms` or `requires`",
                 ));
             }
             Ok(())

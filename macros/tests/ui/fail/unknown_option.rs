@@ -1,7 +1,7 @@
 use ferrobot::tool;
 
 /// Echo.
-#[tool(retries = 3)]
+#[tool(retry = 3)]
 async fn echo(text: String) {}
 
 fn main() {}
