@@ -16,24 +16,25 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferrobot::tool::from_fn;
-use ferrobot::{Agent, AgentEvent};
+use ferrobot::{Agent, AgentEvent, tool};
 use futures_util::StreamExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
-/// Arguments of `add`.
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
+/// The current date and time, in UTC.
+#[tool]
+async fn current_time() -> String {
+    utc_now()
+}
+
+/// Add two integers.
+#[tool]
+async fn add(
     /// The first operand.
     a: i64,
     /// The second operand.
     b: i64,
+) -> i64 {
+    a + b
 }
-
-/// `current_time` takes no arguments.
-#[derive(Deserialize, JsonSchema)]
-struct NoArgs {}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -42,16 +43,6 @@ async fn main() -> ExitCode {
         return code;
     }
 
-    let current_time = from_fn(
-        "current_time",
-        "The current date and time, in UTC.",
-        |_: NoArgs, _ctx| async move { utc_now() },
-    );
-    let add = from_fn(
-        "add",
-        "Add two integers.",
-        |args: AddArgs, _ctx| async move { args.a + args.b },
-    );
     let agent = Agent::builder()
         .provider(provider)
         .system_prompt(

@@ -8,6 +8,10 @@
 //! The modules are not formatted by rustfmt, so that they stay identical to
 //! the docs.
 #![cfg(feature = "openai")]
+// The examples use `unwrap` as a reader's code would.
+#![allow(clippy::unwrap_used)]
+// Items are `pub` as a reader would write them in their own crate.
+#![allow(unreachable_pub)]
 
 use std::path::Path;
 
@@ -235,6 +239,170 @@ mod testing {
         let reply = agent.handle("test", "hi").await.unwrap();
         assert_eq!(reply.text, "Hello from the wire");
         assert_eq!(reply.usage.input_tokens, 10);
+    }
+}
+
+// ---- docs/tools.md: #[tool] -------------------------------------------------
+
+#[rustfmt::skip]
+#[cfg(feature = "macros")]
+mod tools_macro {
+    use ferrobot::agent::ToolOutcome;
+    use ferrobot::testing::{MockProvider, MockTurn};
+    use ferrobot::Agent;
+    use serde_json::json;
+
+    mod disk {
+        use ferrobot::tool;
+        use serde::Serialize;
+
+        #[derive(Serialize)]
+        pub struct DiskReport {
+            pub mount: String,
+            pub free_gib: u64,
+        }
+
+        /// Free space on a mounted filesystem.
+        #[tool]
+        pub async fn disk_free(
+            /// Mount point to inspect, e.g. "/" or "/home".
+            mount: String,
+            /// Round to whole GiB.
+            round: Option<bool>,
+        ) -> Result<DiskReport, std::io::Error> {
+            let _ = round;
+            Ok(DiskReport { mount, free_gib: 42 })
+        }
+    }
+    use disk::disk_free;
+
+    #[tokio::test]
+    async fn the_function_is_callable_in_tests() {
+        let report = disk_free::run("/".to_owned(), None).await.unwrap();
+        assert_eq!(report.free_gib, 42);
+    }
+
+    #[tokio::test]
+    async fn the_tool_as_the_agent_runs_it() {
+        use ferrobot::tool::{Tool, ToolContext};
+        let out = disk_free.call(serde_json::json!({"mount": "/"}), ToolContext::for_test("test")).await;
+        assert_eq!(out.unwrap(), r#"{"mount":"/","free_gib":42}"#);
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_are_explained() {
+        use ferrobot::tool::{Tool, ToolContext};
+        let error = disk_free.call(json!({"mount": 7, "round": "yes"}), ToolContext::for_test("t")).await.unwrap_err();
+        assert_eq!(
+            error.message(),
+            "Invalid arguments for `disk_free`:\n\
+             - `mount`: invalid type: integer `7`, expected a string\n\
+             - `round`: invalid type: string \"yes\", expected a boolean\n\
+             Call `disk_free` again with arguments that match its schema."
+        );
+    }
+
+    mod stock {
+        use ferrobot::tool::{State, ToolContext};
+        use ferrobot::tool;
+
+        pub struct Inventory {
+            items: Vec<String>,
+        }
+
+        /// How many of an item are in stock.
+        #[tool]
+        pub async fn stock(
+            ctx: ToolContext,
+            State(inventory): State<Inventory>,
+            /// The item to count.
+            item: String,
+        ) -> usize {
+            let _ = ctx.conversation();
+            inventory.items.iter().filter(|i| **i == item).count()
+        }
+
+        pub fn inventory() -> Inventory {
+            Inventory { items: vec!["nut".into(), "nut".into(), "bolt".into()] }
+        }
+    }
+
+    #[tokio::test]
+    async fn state_is_injected() {
+        let mock = MockProvider::new()
+            .then(MockTurn::new().tool_call("stock", json!({"item": "nut"})))
+            .then(MockTurn::new().text("Two nuts."));
+        let agent = Agent::builder().provider(mock).tool(stock::stock).state(stock::inventory()).build();
+        let reply = agent.handle("a", "nuts?").await.unwrap();
+        assert_eq!(reply.tool_calls[0].content, "2");
+    }
+
+    mod attributes {
+        use ferrobot::tool;
+
+        /// Delete a file.
+        #[tool(confirm = "Delete {path}?", timeout = "10s", exclusive)]
+        pub async fn delete_file(/** The file to delete. */ path: String) -> std::io::Result<()> {
+            tokio::fs::remove_file(path).await
+        }
+
+        /// Name and memory of each GPU.
+        #[tool(platforms = ["linux", "windows"], requires = ["nvidia-smi"])]
+        pub async fn gpu_info() -> std::io::Result<String> {
+            let out = tokio::process::Command::new("nvidia-smi").arg("-L").output().await?;
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        }
+    }
+
+    #[test]
+    fn attributes_set_the_policy() {
+        use ferrobot::tool::Tool;
+        let delete = attributes::delete_file;
+        assert_eq!(delete.confirmation(&json!({"path": "/tmp/x"})).as_deref(), Some("Delete /tmp/x?"));
+        assert_eq!(delete.timeout(), Some(std::time::Duration::from_secs(10)));
+        assert!(delete.is_exclusive());
+        let _ = attributes::gpu_info.availability();
+    }
+
+    mod notes {
+        use std::sync::Mutex;
+        use ferrobot::toolbox;
+
+        pub struct Notes {
+            lines: Mutex<Vec<String>>,
+        }
+
+        #[toolbox]
+        impl Notes {
+            /// Remember a note.
+            #[tool]
+            pub async fn add_note(&self, /** The note. */ text: String) {
+                self.lines.lock().unwrap().push(text);
+            }
+
+            /// How many notes there are.
+            #[tool]
+            pub fn count_notes(&self) -> usize {
+                self.lines.lock().unwrap().len()
+            }
+        }
+
+        pub fn empty() -> Notes {
+            Notes { lines: Mutex::new(Vec::new()) }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_toolbox_registers_its_tools() {
+        let mock = MockProvider::new()
+            .then(MockTurn::new().tool_call("add_note", json!({"text": "milk"})))
+            .then(MockTurn::new().tool_call("count_notes", json!({})))
+            .then(MockTurn::new().text("One note."));
+        let agent = Agent::builder().provider(mock).tools(notes::empty()).build();
+        let reply = agent.handle("a", "note milk").await.unwrap();
+        let outcomes: Vec<ToolOutcome> = reply.tool_calls.iter().map(|r| r.outcome).collect();
+        assert_eq!(outcomes, [ToolOutcome::Ok, ToolOutcome::Ok]);
+        assert_eq!(reply.tool_calls[1].content, "1");
     }
 }
 

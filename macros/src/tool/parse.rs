@@ -225,6 +225,12 @@ impl Param {
             });
         }
         if last_segment(ty).is_some_and(|s| s.ident == "State") {
+            let shadows = quote::ToTokens::to_token_stream(&*typed.pat)
+                .into_iter()
+                .any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if &i == tool_ident));
+            if shadows {
+                return Err(shadowing(&typed.pat, tool_ident));
+            }
             return Ok(Param::State);
         }
         match ty {
@@ -255,14 +261,7 @@ impl Param {
         };
         let serde = serde_options(&field_attrs)?;
         if tool_ident == &ident {
-            return Err(syn::Error::new_spanned(
-                &ident,
-                format!(
-                    "an argument can't be named like its tool: `#[tool]` turns `{ident}` into a value, \
-                     which this argument would shadow; rename the argument (its JSON key can stay \
-                     `{ident}` with `#[serde(rename = \"{ident}\")]`)"
-                ),
-            ));
+            return Err(shadowing(&ident, tool_ident));
         }
         let optional = serde.default || last_segment(ty).is_some_and(|s| s.ident == "Option");
         Ok(Param::Arg(Box::new(Arg {
@@ -273,6 +272,18 @@ impl Param {
             optional,
         })))
     }
+}
+
+/// A parameter named like the tool would shadow the value `#[tool]` makes.
+fn shadowing(at: &impl quote::ToTokens, tool: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        at,
+        format!(
+            "a parameter can't be named like its tool: `#[tool]` turns `{tool}` into a value, \
+             which this name would shadow; rename it (an argument's JSON key can stay `{tool}` \
+             with `#[serde(rename = \"{tool}\")]`)"
+        ),
+    )
 }
 
 #[derive(Default)]
