@@ -5,7 +5,8 @@
 //! - [`agent`]: [`Agent`], its builder, the turn loop and its [`AgentEvent`]s.
 //! - [`provider`]: the [`Provider`](provider::Provider) trait, stream events,
 //!   the retry rule and [`OpenAiCompatible`](provider::OpenAiCompatible).
-//! - [`tool`]: the [`Tool`] trait, [`ToolContext`], closures as tools.
+//! - [`tool`](mod@tool): the [`Tool`] trait, [`ToolContext`], closures as tools, and
+//!   the [`tool`](macro@tool) and [`toolbox`] attributes that make tools from functions.
 //! - [`history`]: where conversations are kept between turns.
 //! - [`confirm`]: asking the user before a tool runs.
 //! - [`testing`]: [`MockProvider`](testing::MockProvider) and wire helpers.
