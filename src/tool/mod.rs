@@ -115,7 +115,7 @@ impl fmt::Debug for dyn Tool {
 /// Converts a value into a shareable tool; `Agent::builder().tool(…)` takes it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool",
-    note = "implement `ferrobot::tool::Tool`, or build one with `ferrobot::tool::from_fn`"
+    note = "mark the function with `#[ferrobot::tool]`, build a tool with `ferrobot::tool::from_fn`, or implement `ferrobot::tool::Tool`"
 )]
 pub trait IntoTool {
     /// Makes the shareable tool.

@@ -547,3 +547,36 @@ async fn multi_line_data_and_a_last_event_without_a_blank_line_are_read() {
     assert_eq!(got.message.text(), "two lines");
     assert_eq!(got.finish, Some(FinishReason::Stop));
 }
+
+#[tokio::test]
+async fn strict_tools_send_the_strict_schema_where_it_can_be_expressed() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Find {
+        /// What to look for.
+        #[allow(dead_code)]
+        pattern: String,
+        /// How deep.
+        #[allow(dead_code)]
+        depth: Option<u32>,
+    }
+    let server = server_answering(sse(text_sse("ok"))).await;
+    let find = from_fn("find", "Find files.", |_: Find, _| async {});
+    let free = from_fn("free", "Anything goes.", |_: Value, _| async {});
+    let agent = Agent::builder()
+        .provider(client(&server).strict_tools(true))
+        .tool(find)
+        .tool(free)
+        .build();
+    agent.handle("a", "find").await.unwrap();
+    insta::assert_json_snapshot!(
+        "strict_tools_request_tools",
+        bodies(&server).await[0]["tools"]
+    );
+    let tools = bodies(&server).await[0]["tools"].clone();
+    assert_eq!(tools[0]["function"]["strict"], json!(true));
+    assert_eq!(
+        tools[0]["function"]["parameters"]["required"],
+        json!(["depth", "pattern"])
+    );
+    assert!(tools[1]["function"].get("strict").is_none());
+}

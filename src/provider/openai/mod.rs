@@ -50,6 +50,7 @@ pub struct OpenAiCompatible {
     streaming: bool,
     split_think_tags: bool,
     include_usage: bool,
+    strict_tools: bool,
     retry: RetryPolicy,
     read_timeout: Duration,
     client: Result<reqwest::Client, String>,
@@ -88,6 +89,7 @@ impl OpenAiCompatible {
             streaming: true,
             split_think_tags: true,
             include_usage: true,
+            strict_tools: false,
             retry: RetryPolicy::default(),
             read_timeout: DEFAULT_READ_TIMEOUT,
             client: build_client(DEFAULT_CONNECT_TIMEOUT),
@@ -171,6 +173,16 @@ impl OpenAiCompatible {
         self
     }
 
+    /// Whether to send tool schemas in `OpenAI`'s strict form, with
+    /// `"strict": true`, so the model's arguments always match them. Tools
+    /// whose schema strict mode can't express (maps, free-form values) are
+    /// sent as usual. Only `OpenAI` itself understands it. By default, `false`.
+    #[must_use]
+    pub fn strict_tools(mut self, strict: bool) -> Self {
+        self.strict_tools = strict;
+        self
+    }
+
     /// When to retry failed calls. By default, [`RetryPolicy::default()`].
     #[must_use]
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
@@ -208,7 +220,10 @@ impl OpenAiCompatible {
                 system: request.system,
                 messages: request.messages,
             },
-            tools: wire::Tools(request.tools),
+            tools: wire::Tools {
+                specs: request.tools,
+                strict: self.strict_tools,
+            },
             stream: self.streaming,
             stream_options: (self.streaming
                 && self.include_usage

@@ -165,11 +165,17 @@ struct WireFunctionOut<'a> {
     arguments: String,
 }
 
-pub(super) struct Tools<'a>(pub(super) &'a [ToolSpec]);
+/// The tools on offer. With `strict`, each schema that `OpenAI`'s strict
+/// mode can express is sent in that form with `"strict": true`; the others
+/// go as they are.
+pub(super) struct Tools<'a> {
+    pub(super) specs: &'a [ToolSpec],
+    pub(super) strict: bool,
+}
 
 impl Tools<'_> {
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.specs.is_empty()
     }
 }
 
@@ -179,11 +185,30 @@ impl Serialize for Tools<'_> {
         struct Tool<'a> {
             #[serde(rename = "type")]
             kind: &'static str,
-            function: &'a ToolSpec,
+            function: Function<'a>,
         }
-        s.collect_seq(self.0.iter().map(|spec| Tool {
-            kind: "function",
-            function: spec,
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            description: &'a str,
+            parameters: Cow<'a, Value>,
+            #[serde(skip_serializing_if = "std::ops::Not::not")]
+            strict: bool,
+        }
+        s.collect_seq(self.specs.iter().map(|spec| {
+            let strict = self
+                .strict
+                .then(|| crate::tool::schema::openai_strict(&spec.parameters))
+                .flatten();
+            Tool {
+                kind: "function",
+                function: Function {
+                    name: &spec.name,
+                    description: &spec.description,
+                    strict: strict.is_some(),
+                    parameters: strict.map_or(Cow::Borrowed(&spec.parameters), Cow::Owned),
+                },
+            }
         }))
     }
 }
