@@ -164,12 +164,7 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
     let checks = args.iter().map(|arg| {
         let ty = &arg.ty;
         quote_spanned! {ty.span()=>
-            const _: fn() = || {
-                fn tool_arguments_must_implement_deserialize_and_json_schema<
-                    T: ::ferrobot::__private::serde::de::DeserializeOwned + ::ferrobot::__private::schemars::JsonSchema,
-                >() {}
-                tool_arguments_must_implement_deserialize_and_json_schema::<#ty>();
-            };
+            tool_arguments_must_implement_deserialize_and_json_schema::<#ty>();
         }
     });
     let field_checks = args.iter().map(|arg| {
@@ -239,7 +234,12 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
     };
     quote! {
         const _: () = {
-            #(#checks)*
+            fn tool_arguments_must_implement_deserialize_and_json_schema<
+                T: ::ferrobot::__private::serde::de::DeserializeOwned + ::ferrobot::__private::schemars::JsonSchema,
+            >() {}
+            const _: fn() = || {
+                #(#checks)*
+            };
 
             #[derive(::ferrobot::__private::serde::Deserialize, ::ferrobot::__private::schemars::JsonSchema)]
             #[serde(crate = "::ferrobot::__private::serde")]

@@ -66,3 +66,54 @@ fn fallback(item: TokenStream) -> TokenStream {
     }
     item
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The expansion, pretty-printed.
+    fn expand_pretty(expanded: TokenStream) -> String {
+        prettyplease::unparse(&syn::parse2(expanded).expect("the expansion is a file"))
+    }
+
+    #[test]
+    fn a_free_function_expands_to_a_value_a_run_function_and_a_tool_impl() {
+        let item = quote! {
+            /// Show disk usage for a mount point.
+            async fn disk_usage(
+                ctx: ToolContext,
+                State(db): State<Db>,
+                /// Mount point to inspect.
+                path: String,
+                /// Report in human units.
+                human: Option<bool>,
+            ) -> Result<DiskReport, std::io::Error> {
+                todo!()
+            }
+        };
+        let attr = quote!(
+            confirm = "Inspect {path}?",
+            timeout = "30s",
+            exclusive,
+            requires = ["df"]
+        );
+        insta::assert_snapshot!("free_fn", expand_pretty(expand(attr, item)));
+    }
+
+    #[test]
+    fn a_toolbox_expands_to_one_holder_per_tool_and_into_iterator() {
+        let item = quote! {
+            impl Notes {
+                /// Remember a note.
+                #[tool]
+                async fn add_note(&self, /** The note. */ text: String) {}
+
+                fn helper(&self) {}
+            }
+        };
+        insta::assert_snapshot!(
+            "toolbox",
+            expand_pretty(expand_toolbox(TokenStream::new(), item))
+        );
+    }
+}
