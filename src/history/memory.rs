@@ -5,27 +5,35 @@ use std::sync::Mutex;
 
 use futures_util::future::BoxFuture;
 
-use super::{HistoryError, HistoryStore};
+use super::{
+    ConversationInfo, HistoryError, HistoryStore, SearchHit, now, searchable_text, title_of,
+};
 use crate::message::Message;
 
 /// Keeps conversations in memory; they end with the process.
 ///
 /// # Examples
 /// ```
-/// # tokio_test_block_on(async {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), ferrobot::history::HistoryError> {
 /// use ferrobot::{Message, history::{HistoryStore, MemoryHistory}};
 /// let store = MemoryHistory::new();
 /// store.append("alice", &[Message::user("hi")]).await?;
 /// assert_eq!(store.load("alice").await?.len(), 1);
-/// # Ok::<(), ferrobot::history::HistoryError>(())
-/// # }).unwrap();
-/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
-/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// assert_eq!(store.list().await?[0].title.as_deref(), Some("hi"));
+/// # Ok(())
 /// # }
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryHistory {
-    conversations: Mutex<HashMap<String, Vec<Message>>>,
+    conversations: Mutex<HashMap<String, Conversation>>,
+}
+
+#[derive(Debug)]
+struct Conversation {
+    messages: Vec<Message>,
+    created: i64,
+    updated: i64,
 }
 
 impl MemoryHistory {
@@ -34,9 +42,9 @@ impl MemoryHistory {
         Self::default()
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Vec<Message>>) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Conversation>) -> T) -> T {
         // A panic elsewhere while holding the lock cannot leave a half-written
-        // conversation (every write is a single push), so poisoning is ignored.
+        // conversation (every write is a single extend), so poisoning is ignored.
         f(&mut self.conversations.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -46,7 +54,11 @@ impl HistoryStore for MemoryHistory {
         &'a self,
         conversation: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Message>, HistoryError>> {
-        let messages = self.with(|c| c.get(conversation).cloned().unwrap_or_default());
+        let messages = self.with(|c| {
+            c.get(conversation)
+                .map(|c| c.messages.clone())
+                .unwrap_or_default()
+        });
         Box::pin(async move { Ok(messages) })
     }
 
@@ -55,10 +67,17 @@ impl HistoryStore for MemoryHistory {
         conversation: &'a str,
         messages: &'a [Message],
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let time = now();
         self.with(|c| {
-            c.entry(conversation.to_owned())
-                .or_default()
-                .extend_from_slice(messages)
+            let entry = c
+                .entry(conversation.to_owned())
+                .or_insert_with(|| Conversation {
+                    messages: Vec::new(),
+                    created: time,
+                    updated: time,
+                });
+            entry.messages.extend_from_slice(messages);
+            entry.updated = time;
         });
         Box::pin(async { Ok(()) })
     }
@@ -68,9 +87,54 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async { Ok(()) })
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, HistoryError>> {
-        let mut ids: Vec<String> = self.with(|c| c.keys().cloned().collect());
-        ids.sort();
-        Box::pin(async move { Ok(ids) })
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>> {
+        let mut list: Vec<ConversationInfo> = self.with(|c| {
+            c.iter()
+                .map(|(id, c)| ConversationInfo {
+                    id: id.clone(),
+                    title: title_of(&c.messages),
+                    created: c.created,
+                    updated: c.updated,
+                    messages: c.messages.len(),
+                })
+                .collect()
+        });
+        list.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
+        Box::pin(async move { Ok(list) })
+    }
+
+    /// A case-insensitive substring search; the snippet is the matching line.
+    fn search<'a>(
+        &'a self,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>, HistoryError>> {
+        let needle = query.to_lowercase();
+        let mut hits: Vec<SearchHit> = self.with(|c| {
+            c.iter()
+                .flat_map(|(id, c)| {
+                    c.messages
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(index, message)| {
+                            let text = searchable_text(message);
+                            let line = text.lines().find(|l| l.to_lowercase().contains(&needle))?;
+                            Some(SearchHit {
+                                conversation: id.clone(),
+                                index,
+                                role: message.role,
+                                snippet: line.to_owned(),
+                            })
+                        })
+                })
+                .collect()
+        });
+        hits.sort_by(|a, b| {
+            a.conversation
+                .cmp(&b.conversation)
+                .then(a.index.cmp(&b.index))
+        });
+        hits.truncate(limit);
+        Box::pin(async move { Ok(hits) })
     }
 }

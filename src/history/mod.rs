@@ -2,17 +2,26 @@
 //!
 //! The agent loads a conversation from its [`HistoryStore`] at the start of a
 //! turn and appends each step as it completes: the user's message, then each
-//! assistant message together with the results of its tool calls, so a store
-//! never holds a tool call without its result. [`MemoryHistory`] is the
-//! default store.
+//! assistant message together with the results of its tool calls, in one
+//! call, so a store never holds a tool call without its result.
+//! [`MemoryHistory`] is the default store; [`SqliteHistory`] (feature
+//! `sqlite`) keeps conversations in one file across restarts and crashes.
 
 mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::path::PathBuf;
 
 use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 
 pub use memory::MemoryHistory;
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+pub use sqlite::SqliteHistory;
 
-use crate::message::Message;
+use crate::message::{Message, Part, Role};
 
 /// A store of conversations, keyed by conversation id.
 ///
@@ -25,7 +34,9 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
         conversation: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Message>, HistoryError>>;
 
-    /// Appends messages atomically: all of them are stored, or none.
+    /// Appends messages atomically: all of them are stored, or none. The
+    /// agent calls it once per step (an assistant message with the results
+    /// of its tool calls), so a crash never separates the two.
     fn append<'a>(
         &'a self,
         conversation: &'a str,
@@ -35,14 +46,106 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     /// Forgets a conversation.
     fn clear<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, Result<(), HistoryError>>;
 
-    /// The ids of the stored conversations.
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, HistoryError>>;
+    /// The stored conversations, most recently updated first.
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>>;
+
+    /// Messages matching `query`, best first, at most `limit`. Stores that
+    /// can't search say so with [`HistoryError::Unsupported`].
+    fn search<'a>(
+        &'a self,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>, HistoryError>> {
+        let _ = (query, limit);
+        Box::pin(async {
+            Err(HistoryError::Unsupported {
+                operation: "search",
+            })
+        })
+    }
 }
 
-/// Why a history store failed.
+/// What a store knows about a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ConversationInfo {
+    /// The conversation's id.
+    pub id: String,
+    /// The start of its first user message.
+    pub title: Option<String>,
+    /// When its first message was stored, in seconds since the Unix epoch.
+    pub created: i64,
+    /// When its last message was stored, in seconds since the Unix epoch.
+    pub updated: i64,
+    /// How many messages it holds.
+    pub messages: usize,
+}
+
+/// One message found by [`HistoryStore::search`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SearchHit {
+    /// The conversation it belongs to.
+    pub conversation: String,
+    /// Its position in the conversation, from 0.
+    pub index: usize,
+    /// Who wrote it.
+    pub role: Role,
+    /// The matching passage, matches between `[` and `]`.
+    pub snippet: String,
+}
+
+/// Why a history store failed. Messages name the file and what to do.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HistoryError {
+    /// The file exists but is not a ferrobot history database; it was not
+    /// touched.
+    #[error("{} is not a ferrobot history database ({why}); it was left untouched: choose another path or move the file away", path.display())]
+    NotOurs {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        why: String,
+    },
+    /// The file was written by a newer ferrobot.
+    #[error("{} has history schema version {found}, and this ferrobot reads up to {supported}; upgrade ferrobot, or use another file", path.display())]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// The file or its directory can't be written.
+    #[error("{} can't be written (read-only file or directory); make it writable, or choose another path", path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The disk is full; nothing of the failed write was stored.
+    #[error("the disk holding {} is full; nothing of this write was stored: free some space", path.display())]
+    DiskFull {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A stored message could not be read back.
+    #[error("message {index} of conversation `{conversation}` could not be read: {message}")]
+    Corrupt {
+        /// The conversation.
+        conversation: String,
+        /// The message's position.
+        index: usize,
+        /// What was wrong.
+        message: String,
+    },
+    /// This store can't do that.
+    #[error("this history store does not support {operation}")]
+    Unsupported {
+        /// The operation, e.g. `search`.
+        operation: &'static str,
+    },
     /// The storage backend failed.
     #[error("storage failed: {message}")]
     Storage {
@@ -59,4 +162,40 @@ impl HistoryError {
     pub fn chain(&self) -> String {
         crate::error::chain(self)
     }
+}
+
+/// The text a store indexes for search: text, refusals and tool results.
+pub(crate) fn searchable_text(message: &Message) -> String {
+    let mut text = String::new();
+    for part in &message.parts {
+        let piece = match part {
+            Part::Text { text } | Part::Refusal { text } => text.as_str(),
+            Part::ToolResult(result) => result.content.as_str(),
+            _ => continue,
+        };
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(piece);
+    }
+    text
+}
+
+/// A title from the first user message: its first line, at most 80 characters.
+pub(crate) fn title_of(messages: &[Message]) -> Option<String> {
+    let first = messages.iter().find(|m| m.role == Role::User)?.text();
+    let line = first.lines().next().unwrap_or_default().trim();
+    if line.is_empty() {
+        return None;
+    }
+    Some(match line.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    })
+}
+
+pub(crate) fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }

@@ -20,6 +20,9 @@ mod conformance;
 // request bodies sent (insta snapshots), health.
 #[cfg(feature = "openai")]
 mod openai;
+// `SqliteHistory` against real files: restart, search, migration, refusals.
+#[cfg(feature = "sqlite")]
+mod sqlite;
 // proptest: any split of a stream into network reads gives the same events.
 #[cfg(feature = "openai")]
 mod split;

@@ -1,0 +1,368 @@
+//! `SqliteHistory` against real files.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ferrobot::history::{HistoryError, HistoryStore, SqliteHistory};
+use ferrobot::testing::{MockProvider, MockTurn};
+use ferrobot::tool::from_fn;
+use ferrobot::{Agent, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+use serde_json::{Value, json};
+
+/// A fresh directory for one test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "ferrobot-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn every_part() -> Vec<Message> {
+    vec![
+        Message::user("Check the disk, please."),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Part::Reasoning(Reasoning {
+                    text: "use du".into(),
+                    signature: Some("sig==".into()),
+                    provider: Some("anthropic".into()),
+                }),
+                Part::text("Checking."),
+                Part::ToolCall(ToolCall::new(
+                    "c1",
+                    "disk",
+                    json!({"path": "/", "deep": [1, 2]}),
+                )),
+            ],
+        ),
+        Message::tool_results([
+            ToolResult::ok("c1", "42 GB free"),
+            ToolResult::error("c2", "boom"),
+        ]),
+        Message::new(
+            Role::Assistant,
+            vec![Part::Refusal {
+                text: "I won't delete it.".into(),
+            }],
+        )
+        .with_interrupted(true),
+        Message::system("Be brief."),
+    ]
+}
+
+#[tokio::test]
+async fn every_part_type_round_trips() {
+    let dir = TempDir::new("roundtrip");
+    let store = SqliteHistory::open(dir.file("h.db")).await.unwrap();
+    store.append("alice", &every_part()[..2]).await.unwrap();
+    store.append("alice", &every_part()[2..]).await.unwrap();
+    assert_eq!(store.load("alice").await.unwrap(), every_part());
+    assert!(store.load("nobody").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_conversation_survives_a_restart() {
+    let dir = TempDir::new("restart");
+    let path = dir.file("nested/dir/history.db");
+    {
+        let agent = Agent::builder()
+            .provider(
+                MockProvider::new()
+                    .then(MockTurn::new().tool_call("echo", json!({"x": 1})))
+                    .then(MockTurn::new().text("one")),
+            )
+            .tool(from_fn("echo", "Echo.", |v: Value, _| async move {
+                v.to_string()
+            }))
+            .history(SqliteHistory::open(&path).await.unwrap())
+            .build();
+        assert_eq!(agent.handle("bob", "first").await.unwrap().text, "one");
+    }
+    let mock = MockProvider::new().then(MockTurn::new().text("two"));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .history(SqliteHistory::open(&path).await.unwrap())
+        .build();
+    assert_eq!(agent.handle("bob", "second").await.unwrap().text, "two");
+    let sent: Vec<(Role, String)> = mock.requests()[0]
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text()))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            (Role::User, "first".to_owned()),
+            (Role::Assistant, String::new()),
+            (Role::Tool, String::new()),
+            (Role::Assistant, "one".to_owned()),
+            (Role::User, "second".to_owned()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn conversations_are_listed_with_their_titles_and_cleared() {
+    let dir = TempDir::new("list");
+    let store = SqliteHistory::open(dir.file("h.db")).await.unwrap();
+    store
+        .append("a", &[Message::user("How full is /var?\nAlso /home.")])
+        .await
+        .unwrap();
+    store.append("b", &[Message::user("hello")]).await.unwrap();
+    store
+        .append("a", &[Message::assistant("80%")])
+        .await
+        .unwrap();
+    let list = store.list().await.unwrap();
+    let summary: Vec<(&str, Option<&str>, usize)> = list
+        .iter()
+        .map(|c| (c.id.as_str(), c.title.as_deref(), c.messages))
+        .collect();
+    assert!(
+        summary.contains(&("a", Some("How full is /var?"), 2)),
+        "{summary:?}"
+    );
+    assert!(summary.contains(&("b", Some("hello"), 1)), "{summary:?}");
+    store.clear("a").await.unwrap();
+    assert!(store.load("a").await.unwrap().is_empty());
+    assert_eq!(store.list().await.unwrap().len(), 1);
+    assert!(
+        store.search("var", 10).await.unwrap().is_empty(),
+        "cleared messages leave the index"
+    );
+}
+
+#[tokio::test]
+async fn search_finds_messages_across_conversations() {
+    let dir = TempDir::new("search");
+    let store = SqliteHistory::open(dir.file("h.db")).await.unwrap();
+    store
+        .append(
+            "ops",
+            &[
+                Message::user("the nightly backup failed again"),
+                Message::assistant("Restarting the backup job."),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .append(
+            "dev",
+            &[
+                Message::user("C++ \"build\" is slow"),
+                Message::tool_results([ToolResult::ok("c", "backup size: 3 GB")]),
+            ],
+        )
+        .await
+        .unwrap();
+    let hits = store.search("backup", 10).await.unwrap();
+    let found: Vec<(&str, usize)> = hits
+        .iter()
+        .map(|h| (h.conversation.as_str(), h.index))
+        .collect();
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(
+        hits.iter()
+            .any(|h| h.snippet == "the nightly [backup] failed again")
+    );
+    assert!(
+        hits.iter()
+            .any(|h| h.conversation == "dev" && h.role == Role::Tool)
+    );
+    // Punctuation is searched for, not parsed as query syntax.
+    assert_eq!(store.search("C++ \"build", 10).await.unwrap().len(), 1);
+    assert!(store.search("   ", 10).await.unwrap().is_empty());
+    assert_eq!(store.search("backup", 1).await.unwrap().len(), 1);
+}
+
+/// The version-1 schema exactly as released, to test the migration from it.
+const V1_SCHEMA: &str = "
+    PRAGMA application_id = 1179796052;
+    CREATE TABLE ferrobot_schema (version INTEGER NOT NULL, applied_at INTEGER NOT NULL);
+    INSERT INTO ferrobot_schema VALUES (1, 0);
+    CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL, role TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL,
+        UNIQUE (conversation, seq)
+    );";
+
+#[tokio::test]
+async fn an_older_schema_is_migrated_and_its_messages_become_searchable() {
+    let dir = TempDir::new("migrate");
+    let path = dir.file("old.db");
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(V1_SCHEMA).unwrap();
+        old.execute(
+            "INSERT INTO conversations VALUES ('old', 'Old talk', 1, 2)",
+            [],
+        )
+        .unwrap();
+        let body = serde_json::to_string(&Message::user("where did the logs go?")).unwrap();
+        old.execute("INSERT INTO messages (conversation, seq, role, body, created_at) VALUES ('old', 0, 'user', ?1, 1)", [body]).unwrap();
+    }
+    let store = SqliteHistory::open(&path).await.unwrap();
+    assert_eq!(
+        store.load("old").await.unwrap(),
+        [Message::user("where did the logs go?")]
+    );
+    assert_eq!(
+        store.search("logs", 5).await.unwrap()[0].conversation,
+        "old"
+    );
+    store
+        .append("old", &[Message::assistant("In /var/log.")])
+        .await
+        .unwrap();
+    assert_eq!(store.load("old").await.unwrap().len(), 2);
+    let check = rusqlite::Connection::open(&path).unwrap();
+    let versions: Vec<i64> = check
+        .prepare("SELECT version FROM ferrobot_schema ORDER BY version")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(versions, [1, 2]);
+}
+
+fn bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_ours_is_refused_and_left_untouched() {
+    let dir = TempDir::new("foreign");
+    let text = dir.file("notes.txt");
+    std::fs::write(&text, "my precious notes, not a database\n".repeat(10)).unwrap();
+    let error = SqliteHistory::open(&text).await.unwrap_err();
+    assert!(matches!(error, HistoryError::NotOurs { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("notes.txt is not a ferrobot history database (it is not an SQLite file)"),
+        "{error}"
+    );
+    assert_eq!(
+        bytes(&text),
+        "my precious notes, not a database\n"
+            .repeat(10)
+            .into_bytes()
+    );
+
+    let other = dir.file("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE accounts (id INTEGER); INSERT INTO accounts VALUES (7);")
+        .unwrap();
+    let before = bytes(&other);
+    let error = SqliteHistory::open(&other).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("an SQLite database of another application"),
+        "{error}"
+    );
+    assert_eq!(bytes(&other), before);
+    assert!(!dir.file("other.db-wal").exists());
+}
+
+#[tokio::test]
+async fn a_corrupt_header_is_refused() {
+    let dir = TempDir::new("corrupt");
+    let path = dir.file("h.db");
+    SqliteHistory::open(&path)
+        .await
+        .unwrap()
+        .append("a", &[Message::user("x")])
+        .await
+        .unwrap();
+    let mut data = bytes(&path);
+    data[..16].copy_from_slice(b"garbage-garbage!");
+    std::fs::write(&path, &data).unwrap();
+    let error = SqliteHistory::open(&path).await.unwrap_err();
+    assert!(matches!(error, HistoryError::NotOurs { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_without_writing() {
+    let dir = TempDir::new("newer");
+    let path = dir.file("h.db");
+    drop(SqliteHistory::open(&path).await.unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("INSERT INTO ferrobot_schema VALUES (99, 0)", [])
+        .unwrap();
+    let error = SqliteHistory::open(&path).await.unwrap_err();
+    assert!(
+        matches!(error, HistoryError::NewerSchema { found: 99, .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("upgrade ferrobot"), "{error}");
+}
+
+#[tokio::test]
+async fn a_read_only_location_is_a_clear_error() {
+    // /sys is read-only even for root, who may write anywhere else.
+    let error = SqliteHistory::open("/sys/ferrobot-test/history.db")
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HistoryError::ReadOnly { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("make it writable, or choose another path"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn many_conversations_append_concurrently() {
+    let dir = TempDir::new("concurrent");
+    let store = SqliteHistory::open(dir.file("h.db")).await.unwrap();
+    let writes = (0..50).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            for j in 0..5 {
+                store
+                    .append(&format!("c{i}"), &[Message::user(format!("m{j}"))])
+                    .await
+                    .unwrap();
+            }
+        })
+    });
+    futures_util::future::join_all(writes).await;
+    assert_eq!(store.list().await.unwrap().len(), 50);
+    let texts: Vec<String> = store
+        .load("c7")
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(texts, ["m0", "m1", "m2", "m3", "m4"]);
+    let _ = Duration::ZERO;
+}
