@@ -366,3 +366,114 @@ async fn many_conversations_append_concurrently() {
     assert_eq!(texts, ["m0", "m1", "m2", "m3", "m4"]);
     let _ = Duration::ZERO;
 }
+
+/// Runs turns forever against the store named by `FERROBOT_CRASH_DB`; the
+/// crash test starts it as a child process and kills it. Without that
+/// variable it does nothing.
+#[test]
+fn crash_child() {
+    let Some(path) = std::env::var_os("FERROBOT_CRASH_DB") else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mock = MockProvider::from_fn(|request| match request.messages.last().map(|m| m.role) {
+            Some(Role::User) => MockTurn::new()
+                .text("Let me look.")
+                .tool_call("echo", json!({"n": 1}))
+                .tool_call("echo", json!({"n": 2})),
+            _ => MockTurn::new().text("Done."),
+        });
+        let agent = Agent::builder()
+            .provider(mock)
+            .tool(from_fn("echo", "Echo.", |v: Value, _| async move {
+                v.to_string()
+            }))
+            .history(SqliteHistory::open(&path).await.unwrap())
+            .build();
+        for i in 0.. {
+            agent.handle(&format!("c{}", i % 3), "go").await.unwrap();
+        }
+    });
+}
+
+/// Every tool message answers exactly the calls of the assistant message
+/// right before it, and every assistant message with calls is answered.
+fn assert_consistent(conversation: &str, messages: &[Message]) {
+    for (i, message) in messages.iter().enumerate() {
+        let calls: Vec<&str> = message.tool_calls().map(|c| c.id.as_str()).collect();
+        if !calls.is_empty() {
+            let next = messages
+                .get(i + 1)
+                .unwrap_or_else(|| panic!("{conversation}: tool calls at {i} without results"));
+            let answered: Vec<&str> = next
+                .tool_results_iter()
+                .map(|r| r.call_id.as_str())
+                .collect();
+            assert_eq!(
+                answered,
+                calls,
+                "{conversation}: results at {} don't answer the calls at {i}",
+                i + 1
+            );
+        }
+        if message.role == Role::Tool {
+            let before = i.checked_sub(1).map(|j| &messages[j]);
+            assert!(
+                before.is_some_and(|b| b.tool_calls().next().is_some()),
+                "{conversation}: orphan tool results at {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_process_killed_mid_turn_leaves_a_consistent_store() {
+    let dir = TempDir::new("crash");
+    let path = dir.file("h.db");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut stored = 0;
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    for round in 0..25 {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "sqlite::crash_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("FERROBOT_CRASH_DB", &path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(40 + seed % 160));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        runtime.block_on(async {
+            let store = SqliteHistory::open(&path).await.unwrap();
+            let mut total = 0;
+            for info in store.list().await.unwrap() {
+                let messages = store.load(&info.id).await.unwrap();
+                assert_consistent(&info.id, &messages);
+                total += messages.len();
+            }
+            assert!(
+                total >= stored,
+                "round {round}: {stored} messages before the crash, {total} after"
+            );
+            stored = total;
+        });
+    }
+    assert!(stored > 0, "the child never stored anything");
+}
