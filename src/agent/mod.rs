@@ -78,6 +78,7 @@ pub(crate) struct Inner {
     history: Arc<dyn HistoryStore>,
     confirm: Option<Arc<dyn ConfirmHandler>>,
     notifier: Option<Arc<dyn Notifier>>,
+    context: Option<crate::history::ContextPolicy>,
     settings: ModelSettings,
     max_tool_rounds: u32,
     max_concurrent_tools: usize,
@@ -121,6 +122,9 @@ impl Agent {
         /// messages. By default, none.
         #[builder(with = |notifier: impl Notifier| Arc::new(notifier) as Arc<dyn Notifier>)]
         notifier: Option<Arc<dyn Notifier>>,
+        /// How much of a long conversation is sent to the model. By default,
+        /// all of it.
+        context: Option<crate::history::ContextPolicy>,
         /// Sampling settings for every model call. By default, the provider's.
         #[builder(default)]
         settings: ModelSettings,
@@ -147,6 +151,7 @@ impl Agent {
                 history: history.unwrap_or_else(|| Arc::new(MemoryHistory::new())),
                 confirm,
                 notifier,
+                context,
                 settings,
                 max_tool_rounds,
                 max_concurrent_tools: max_concurrent_tools.max(1),

@@ -149,7 +149,12 @@ impl<S: EventSink> Turn<'_, S> {
             "gen_ai.response.finish_reasons" = tracing::field::Empty,
         );
         self.sink.emit(AgentEvent::Status(Status::Thinking)).await;
-        let request = ChatRequest::new(history)
+        let start = self
+            .inner
+            .context
+            .as_ref()
+            .map_or(0, |policy| policy.start(history));
+        let request = ChatRequest::new(&history[start..])
             .system(self.inner.system_prompt.as_deref())
             .tools(tools)
             .settings(&self.inner.settings)

@@ -7,6 +7,7 @@
 //! [`MemoryHistory`] is the default store; [`SqliteHistory`] (feature
 //! `sqlite`) keeps conversations in one file across restarts and crashes.
 
+mod context;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -16,6 +17,7 @@ use std::path::PathBuf;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+pub use context::{CharEstimate, ContextPolicy, TokenEstimator};
 pub use memory::MemoryHistory;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]

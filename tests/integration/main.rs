@@ -12,6 +12,8 @@ mod macros;
 // The schemas of many `#[tool]` signatures in every provider's form.
 #[cfg(feature = "macros")]
 mod schemas;
+// Trimming long conversations: a proptest that calls stay with their results.
+mod context;
 // Replays the recorded provider traffic in ../shared/corpus through a
 // loopback server and compares the assembled message with `expected.json`.
 #[cfg(feature = "openai")]
