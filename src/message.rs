@@ -45,6 +45,11 @@ pub struct Message {
     /// so it holds only what had streamed by then.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Set on a summary written by context compaction: it stands for every
+    /// message stored before it, which stay in the store but are no longer
+    /// sent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summary: bool,
 }
 
 /// A piece of a [`Message`].
@@ -156,6 +161,7 @@ impl Message {
             role,
             parts,
             interrupted: false,
+            summary: false,
         }
     }
 
@@ -180,6 +186,17 @@ impl Message {
             Role::Tool,
             results.into_iter().map(Part::ToolResult).collect(),
         )
+    }
+
+    /// A summary of the conversation before it, as context compaction writes
+    /// it: a user message, so every provider takes it.
+    pub fn summary(text: impl AsRef<str>) -> Self {
+        let mut message = Self::user(format!(
+            "Summary of the earlier conversation:\n{}",
+            text.as_ref()
+        ));
+        message.summary = true;
+        message
     }
 
     /// Marks the message as cut short by a cancelled turn.

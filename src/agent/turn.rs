@@ -10,7 +10,8 @@ use tracing::Instrument;
 use super::event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
 use super::{EventSink, Inner, exec, slash};
 use crate::error::{Error, Result};
-use crate::message::{Message, Part, ToolCall, ToolResult, ToolSpec, Usage};
+use crate::history::{shorten_tool_outputs, since_summary};
+use crate::message::{Message, Part, Role, ToolCall, ToolResult, ToolSpec, Usage};
 use crate::provider::{Assembled, Assembler, ChatRequest, ProviderError, StreamEvent};
 
 /// Runs one turn of `conversation`.
@@ -63,7 +64,7 @@ impl<S: EventSink> Turn<'_, S> {
             guard = self.inner.locks.lock(&self.conversation) => guard,
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
         };
-        let mut history = self.inner.history.load(&self.conversation).await?;
+        let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
         let user = Message::user(text);
         self.store(std::slice::from_ref(&user)).await?;
         history.push(user);
@@ -75,6 +76,7 @@ impl<S: EventSink> Turn<'_, S> {
             } else {
                 Arc::from([])
             };
+            self.compact(&mut history, &tools).await?;
             let assembled = match self.call_model(&history, &tools).await {
                 CallEnd::Complete(assembled) => assembled,
                 CallEnd::Cancelled(partial) => {
@@ -134,6 +136,96 @@ impl<S: EventSink> Turn<'_, S> {
             history.extend(step);
             round += 1;
         }
+    }
+
+    /// Shortens old tool outputs, then summarises what came before the
+    /// current turn, when the prompt nears the context window (if the agent's
+    /// context policy asks for it). The summary and a verbatim copy of the
+    /// current turn are stored; the originals stay in the store.
+    async fn compact(&mut self, history: &mut Vec<Message>, tools: &[ToolSpec]) -> Result<()> {
+        let Some(policy) = &self.inner.context else {
+            return Ok(());
+        };
+        let Some(compaction) = &policy.compaction else {
+            return Ok(());
+        };
+        let fixed = self
+            .inner
+            .system_prompt
+            .as_deref()
+            .map_or(0, |s| s.len() / 3)
+            + tools
+                .iter()
+                .map(|t| (t.description.len() + t.parameters.to_string().len()) / 3)
+                .sum::<usize>();
+        let estimate = |messages: &[Message]| {
+            fixed
+                + messages
+                    .iter()
+                    .map(|m| policy.estimator.estimate(m))
+                    .sum::<usize>()
+        };
+        if estimate(history) <= compaction.limit() {
+            return Ok(());
+        }
+        // The current turn starts at the last user message that is not a summary.
+        let Some(current) = history
+            .iter()
+            .rposition(|m| m.role == Role::User && !m.summary)
+        else {
+            return Ok(());
+        };
+        if shorten_tool_outputs(&mut history[..current], compaction.keep_tool_output)
+            && estimate(history) <= compaction.limit()
+        {
+            tracing::debug!("old tool outputs shortened to fit the context window");
+            return Ok(());
+        }
+        if current == 0 || (current == 1 && history[0].summary) {
+            return Ok(());
+        }
+        match self
+            .summarise(&history[..current], &compaction.instructions)
+            .await
+        {
+            Ok(summary) => {
+                let mut compacted = vec![Message::summary(summary)];
+                compacted.extend(history[current..].iter().cloned());
+                self.store(&compacted).await?;
+                tracing::info!(replaced = current, "conversation compacted into a summary");
+                *history = compacted;
+            }
+            Err(error) => {
+                tracing::warn!(error = %error.chain(), "could not summarise the conversation; sending it trimmed");
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks the model for a summary of `older`, without tools.
+    async fn summarise(
+        &mut self,
+        older: &[Message],
+        instructions: &str,
+    ) -> std::result::Result<String, ProviderError> {
+        let mut messages = older.to_vec();
+        messages.push(Message::user(
+            "Summarise the conversation so far, as instructed.",
+        ));
+        let request = ChatRequest::new(&messages)
+            .system(Some(instructions))
+            .settings(&self.inner.settings)
+            .cancel(self.cancel);
+        let mut events = self.inner.provider.stream(request);
+        let mut assembler = Assembler::new();
+        while let Some(event) = events.next().await {
+            assembler.push(&event?);
+        }
+        let assembled = assembler.finish();
+        if let Some(usage) = assembled.usage {
+            self.usage += usage;
+        }
+        Ok(assembled.message.text())
     }
 
     /// One model call, forwarding deltas as they arrive.

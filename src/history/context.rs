@@ -77,6 +77,9 @@ pub struct ContextPolicy {
     /// Send at most this many (estimated) tokens of conversation. By
     /// default, no limit.
     pub max_tokens: Option<usize>,
+    /// Shorten and summarise the conversation when it nears the context
+    /// window. By default, off.
+    pub compaction: Option<Compaction>,
     /// How tokens are counted. By default, [`CharEstimate`].
     #[builder(default = Arc::new(CharEstimate), with = |e: impl TokenEstimator| Arc::new(e) as Arc<dyn TokenEstimator>)]
     pub estimator: Arc<dyn TokenEstimator>,
@@ -141,4 +144,85 @@ impl ContextPolicy {
         // Whatever precedes the first user message goes too when all fits.
         if everything_fits { 0 } else { best }
     }
+}
+
+/// Compaction, as the reference Lembas does it: before a model call, when the
+/// estimated prompt passes `threshold` of the context window, old tool
+/// outputs are shortened first; if that is not enough, the model summarises
+/// everything before the current turn, and the summary (a
+/// [`Message::summary`]) and the current turn, verbatim, are appended to the
+/// store. The summarised messages stay in the store; later turns start from
+/// the summary.
+///
+/// # Examples
+/// ```
+/// use ferrobot::history::{Compaction, ContextPolicy};
+/// let policy = ContextPolicy::builder()
+///     .compaction(Compaction::builder().context_window(32_000).build())
+///     .build();
+/// # let _ = policy;
+/// ```
+#[derive(Debug, Clone, bon::Builder)]
+#[non_exhaustive]
+pub struct Compaction {
+    /// The model's context window, in tokens.
+    pub context_window: usize,
+    /// The fraction of the window that triggers compaction. By default, 0.8.
+    #[builder(default = 0.8)]
+    pub threshold: f32,
+    /// How many characters of an old tool output are kept when shortening.
+    /// By default, 400.
+    #[builder(default = 400)]
+    pub keep_tool_output: usize,
+    /// The instructions for the summarising call. By default, a request for
+    /// a dense summary that keeps facts, decisions, names and open tasks.
+    #[builder(default = DEFAULT_SUMMARY_INSTRUCTIONS.to_owned(), into)]
+    pub instructions: String,
+}
+
+const DEFAULT_SUMMARY_INSTRUCTIONS: &str = "You are summarising a conversation between a user and an \
+assistant so that it can continue without the full transcript. Write a dense summary: the user's goals, \
+facts learned (including tool results that still matter), decisions made, names, numbers and paths, and \
+anything still open. Do not address the user; output only the summary.";
+
+impl Compaction {
+    /// The estimated tokens above which compaction starts.
+    pub(crate) fn limit(&self) -> usize {
+        (self.context_window as f64 * f64::from(self.threshold)) as usize
+    }
+}
+
+/// The messages from the last compaction summary on: what a turn continues from.
+pub(crate) fn since_summary(mut messages: Vec<Message>) -> Vec<Message> {
+    if let Some(at) = messages.iter().rposition(|m| m.summary) {
+        messages.drain(..at);
+    }
+    messages
+}
+
+/// Cuts the tool outputs of `messages` to `keep` characters, saying how long
+/// they were.
+pub(crate) fn shorten_tool_outputs(messages: &mut [Message], keep: usize) -> bool {
+    let mut changed = false;
+    for message in messages {
+        for part in &mut message.parts {
+            let Part::ToolResult(result) = part else {
+                continue;
+            };
+            let length = result.content.chars().count();
+            if length > keep + 60 {
+                let cut = result
+                    .content
+                    .char_indices()
+                    .nth(keep)
+                    .map_or(result.content.len(), |(i, _)| i);
+                result.content = format!(
+                    "{}…\n[shortened to save context: it was {length} characters]",
+                    &result.content[..cut]
+                );
+                changed = true;
+            }
+        }
+    }
+    changed
 }

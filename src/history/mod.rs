@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-pub use context::{CharEstimate, ContextPolicy, TokenEstimator};
+pub use context::{CharEstimate, Compaction, ContextPolicy, TokenEstimator};
+pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use memory::MemoryHistory;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]

@@ -99,3 +99,101 @@ async fn the_agent_sends_only_what_fits_and_keeps_everything() {
     assert_eq!(agent.history().load("a").await.unwrap().len(), 6);
     let _ = MockTurn::new();
 }
+
+mod compaction {
+    use ferrobot::history::{Compaction, ContextPolicy};
+    use ferrobot::testing::{MockProvider, MockTurn};
+    use ferrobot::tool::from_fn;
+    use ferrobot::{Agent, Message, Role};
+    use serde_json::{Value, json};
+
+    fn policy(window: usize) -> ContextPolicy {
+        ContextPolicy::builder()
+            .compaction(Compaction::builder().context_window(window).build())
+            .build()
+    }
+
+    #[tokio::test]
+    async fn old_tool_outputs_are_shortened_first() {
+        let mock = MockProvider::new()
+            .then(MockTurn::new().tool_call("dump", json!({})))
+            .then(MockTurn::new().text("done"))
+            .then(MockTurn::new().text("ok"));
+        let agent = Agent::builder()
+            .provider(mock.clone())
+            .tool(from_fn("dump", "Dump.", |_: Value, _| async {
+                "z".repeat(3000)
+            }))
+            .context(policy(600))
+            .build();
+        agent.handle("a", "dump it").await.unwrap();
+        agent.handle("a", "thanks").await.unwrap();
+        let sent = &mock.requests()[2];
+        let output = sent.messages[2]
+            .tool_results_iter()
+            .next()
+            .unwrap()
+            .content
+            .clone();
+        assert!(
+            output.ends_with("[shortened to save context: it was 3000 characters]"),
+            "{output}"
+        );
+        assert!(output.len() < 500);
+        assert!(
+            !sent.messages.iter().any(|m| m.summary),
+            "shortening was enough"
+        );
+        // The store keeps the full output.
+        let stored = agent.history().load("a").await.unwrap();
+        assert_eq!(
+            stored[2].tool_results_iter().next().unwrap().content.len(),
+            3000
+        );
+    }
+
+    #[tokio::test]
+    async fn then_the_older_part_is_summarised_and_the_current_turn_kept_verbatim() {
+        let compaction = Compaction::builder().context_window(600).build();
+        let instructions = compaction.instructions.clone();
+        let mock = MockProvider::from_fn(move |request| {
+            if request.system.as_deref() == Some(instructions.as_str()) {
+                MockTurn::new().text("They discussed three long topics.")
+            } else {
+                MockTurn::new().text("ok")
+            }
+        });
+        let agent = Agent::builder()
+            .provider(mock.clone())
+            .context(ContextPolicy::builder().compaction(compaction).build())
+            .build();
+        for topic in ["alpha", "beta", "gamma"] {
+            agent
+                .handle("a", &format!("{topic} {}", "w ".repeat(500)))
+                .await
+                .unwrap();
+        }
+        agent.handle("a", "short question").await.unwrap();
+        let requests = mock.requests();
+        let last = requests.last().unwrap();
+        assert!(
+            last.messages[0].summary,
+            "the request starts from the summary"
+        );
+        assert_eq!(
+            last.messages[0].text(),
+            "Summary of the earlier conversation:\nThey discussed three long topics."
+        );
+        assert_eq!(last.messages.last().unwrap().text(), "short question");
+        // The store shows what was summarised, the summary, and the turn again.
+        let stored = agent.history().load("a").await.unwrap();
+        let at = stored
+            .iter()
+            .position(|m| m.summary)
+            .expect("a summary is stored");
+        assert!(at >= 2, "the summarised messages stay in the store");
+        assert_eq!(stored[at + 1].role, Role::User);
+        // A new agent on the same store starts from the summary too.
+        let _ = Message::summary("x");
+    }
+}
