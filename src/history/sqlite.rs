@@ -493,3 +493,49 @@ impl HistoryStore for SqliteHistory {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_full_disk_is_reported_and_stores_nothing_of_the_write() {
+        let dir = std::env::temp_dir().join(format!("ferrobot-full-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = SqliteHistory::open(dir.join("h.db")).await.unwrap();
+        store.append("a", &[Message::user("kept")]).await.unwrap();
+        {
+            // SQLite's own page limit stands in for a full disk: writes past
+            // it fail with SQLITE_FULL, as they would on a full filesystem.
+            let connection = store.inner.connection.lock().unwrap();
+            let pages: i64 = connection
+                .query_row("PRAGMA page_count", [], |r| r.get(0))
+                .unwrap();
+            connection
+                .query_row(
+                    &format!("PRAGMA max_page_count = {}", pages + 1),
+                    [],
+                    |_| Ok(()),
+                )
+                .unwrap();
+        }
+        let big: Vec<Message> = (0..50)
+            .map(|i| Message::user(format!("{i} {}", "x".repeat(4000))))
+            .collect();
+        let error = store.append("a", &big).await.unwrap_err();
+        assert!(matches!(error, HistoryError::DiskFull { .. }), "{error:?}");
+        assert!(
+            error
+                .to_string()
+                .contains("is full; nothing of this write was stored"),
+            "{error}"
+        );
+        assert_eq!(store.load("a").await.unwrap(), [Message::user("kept")]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn search_words_are_quoted() {
+        assert_eq!(fts_query(r#"C++ "x" y"#), r#""C++" """x""" "y""#);
+    }
+}
