@@ -15,6 +15,9 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod agent;
+#[cfg(feature = "bot")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bot")))]
+pub mod bot;
 pub mod confirm;
 mod error;
 pub mod history;

@@ -1,0 +1,223 @@
+//! Splitting a long reply into messages a chat platform accepts.
+
+/// How a platform counts a message's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Length {
+    /// Unicode scalar values (Discord's 2,000).
+    Chars,
+    /// UTF-16 code units (Telegram's 4,096): most emoji count twice.
+    Utf16,
+}
+
+impl Length {
+    fn of(self, text: &str) -> usize {
+        match self {
+            Length::Chars => text.chars().count(),
+            Length::Utf16 => text.encode_utf16().count(),
+        }
+    }
+
+    fn of_char(self, c: char) -> usize {
+        match self {
+            Length::Chars => 1,
+            Length::Utf16 => c.len_utf16(),
+        }
+    }
+}
+
+const FENCE: &str = "```";
+/// Shortest limit that leaves room for text beside a reopened code fence.
+const MIN_LIMIT: usize = 32;
+
+/// Splits `text` into pieces of at most `limit` (measured as `length`),
+/// preferring paragraph breaks, then line breaks, then spaces. A piece that
+/// ends inside a Markdown code block closes it, and the next piece reopens
+/// it with the same language, so each message renders on its own. Characters
+/// are never cut, and nothing is dropped: joining the pieces, less the added
+/// fences, gives `text` back.
+///
+/// # Panics
+/// When `limit` is below 32, too small to hold a reopened code fence.
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::{split_message, Length};
+/// let text = format!("Here:\n```rust\n{}```\nDone.", "let x = 1;\n".repeat(10));
+/// let pieces = split_message(&text, 64, Length::Chars);
+/// assert!(pieces.iter().all(|p| p.chars().count() <= 64));
+/// assert!(pieces[1].starts_with("```rust\n"));
+/// ```
+pub fn split_message(text: &str, limit: usize, length: Length) -> Vec<String> {
+    pieces(text, limit, length)
+        .iter()
+        .map(Piece::render)
+        .collect()
+}
+
+/// One message of a split: a slice of the text, with the code fence it
+/// reopens and whether it closes one.
+struct Piece<'a> {
+    reopens: Option<String>,
+    body: &'a str,
+    closes: bool,
+}
+
+impl Piece<'_> {
+    fn render(&self) -> String {
+        let mut message = String::new();
+        if let Some(fence) = &self.reopens {
+            message.push_str(fence);
+            message.push('\n');
+        }
+        message.push_str(self.body);
+        if self.closes {
+            message.push('\n');
+            message.push_str(FENCE);
+        }
+        message
+    }
+}
+
+fn pieces(text: &str, limit: usize, length: Length) -> Vec<Piece<'_>> {
+    assert!(
+        limit >= MIN_LIMIT,
+        "a message limit below {MIN_LIMIT} can't hold a reopened code fence"
+    );
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    // The opening line of the code block the previous piece ended in.
+    let mut open: Option<String> = None;
+    while !rest.is_empty() {
+        let room = limit - open.as_ref().map_or(0, |fence| length.of(fence) + 1);
+        if length.of(rest) <= room {
+            pieces.push(Piece {
+                reopens: open.take(),
+                body: rest,
+                closes: false,
+            });
+            break;
+        }
+        // Leave room to close a fence this piece may end inside.
+        let budget = room - length.of("\n") - length.of(FENCE);
+        let (body, tail) = rest.split_at(cut_point(rest, budget, length));
+        let still_open = fence_after(open.clone(), body);
+        pieces.push(Piece {
+            reopens: open,
+            body,
+            closes: still_open.is_some(),
+        });
+        open = still_open;
+        rest = tail;
+    }
+    pieces
+}
+
+/// The byte index to cut `text` at: the last paragraph break, line break or
+/// space that keeps the piece within `budget`, else as much as fits.
+fn cut_point(text: &str, budget: usize, length: Length) -> usize {
+    let mut used = 0;
+    let mut max = 0;
+    for (i, c) in text.char_indices() {
+        used += length.of_char(c);
+        if used > budget {
+            break;
+        }
+        max = i + c.len_utf8();
+    }
+    let window = &text[..max];
+    // Cut after the separator, so it ends the piece rather than starting the next.
+    let after = |sep: &str| {
+        window
+            .rfind(sep)
+            .map(|i| i + sep.len())
+            .filter(|&i| i > max / 3)
+    };
+    after("\n\n")
+        .or_else(|| after("\n"))
+        .or_else(|| after(" "))
+        .unwrap_or(max.max(first_char_len(text)))
+}
+
+fn first_char_len(text: &str) -> usize {
+    text.chars().next().map_or(0, char::len_utf8)
+}
+
+/// Which code block is open after `piece`, given the one open before it.
+fn fence_after(mut open: Option<String>, piece: &str) -> Option<String> {
+    for line in piece.split('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(FENCE) {
+            open = match open {
+                Some(_) => None,
+                None => Some(trimmed.trim_end().to_owned()),
+            };
+        }
+    }
+    open
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn short_text_is_one_piece() {
+        assert_eq!(split_message("hello", 100, Length::Chars), ["hello"]);
+    }
+
+    #[test]
+    fn paragraphs_are_preferred_over_lines_and_words() {
+        let text = format!("{}\n\n{}", "a ".repeat(20), "b ".repeat(20));
+        let pieces = split_message(&text, 60, Length::Chars);
+        assert_eq!(pieces[0], format!("{}\n\n", "a ".repeat(20)));
+    }
+
+    #[test]
+    fn code_blocks_are_closed_and_reopened() {
+        let text = format!("```python\n{}```", "print('hi')\n".repeat(20));
+        let pieces = split_message(&text, 80, Length::Chars);
+        assert!(pieces.len() > 2);
+        for piece in &pieces {
+            assert_eq!(piece.matches("```").count() % 2, 0, "unbalanced: {piece:?}");
+        }
+        assert!(pieces[1].starts_with("```python\n"));
+    }
+
+    #[test]
+    fn utf16_counts_emoji_twice() {
+        let text = "😀".repeat(40);
+        let pieces = split_message(&text, 32, Length::Utf16);
+        assert!(pieces.iter().all(|p| p.encode_utf16().count() <= 32));
+        assert_eq!(pieces.concat(), text);
+    }
+
+    proptest! {
+        #[test]
+        fn pieces_fit_and_fences_balance(
+            words in prop::collection::vec(prop_oneof![
+                "[a-z]{1,12}", Just("\n".to_owned()), Just("\n\n".to_owned()), Just("```rust\n".to_owned()),
+                Just("\n```\n".to_owned()), Just("😀".to_owned()), Just("é".to_owned()), Just(" ".to_owned()),
+            ], 0..200),
+            limit in 32usize..200,
+            utf16 in any::<bool>(),
+        ) {
+            let text = words.concat();
+            let length = if utf16 { Length::Utf16 } else { Length::Chars };
+            let parts = pieces(&text, limit, length);
+            let ends_open = fence_after(None, &text).is_some();
+            for (i, part) in parts.iter().enumerate() {
+                let message = part.render();
+                prop_assert!(length.of(&message) <= limit, "{} > {limit}: {message:?}", length.of(&message));
+                // Each message's code blocks are closed, but for a text that
+                // itself ends inside one.
+                let balanced = fence_after(None, &message).is_none();
+                prop_assert!(balanced || (i + 1 == parts.len() && ends_open), "unbalanced: {message:?}");
+            }
+            // Nothing is lost or repeated.
+            let bodies: String = parts.iter().map(|p| p.body).collect();
+            prop_assert_eq!(bodies, text);
+        }
+    }
+}
