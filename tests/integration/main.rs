@@ -12,6 +12,9 @@ mod macros;
 // The schemas of many `#[tool]` signatures in every provider's form.
 #[cfg(feature = "macros")]
 mod schemas;
+// The shared bot runtime: a channel joined to an agent.
+#[cfg(feature = "bot")]
+mod bot;
 // Trimming long conversations: a proptest that calls stay with their results.
 mod context;
 // Replays the recorded provider traffic in ../shared/corpus through a

@@ -1,0 +1,167 @@
+//! Native command menus (Telegram's `/` menu, Discord's slash commands) from
+//! the agent's tools.
+
+use serde_json::Value;
+
+use crate::tool::ToolRegistry;
+
+/// A tool as a platform command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandSpec {
+    /// The command, as the tool is named.
+    pub name: String,
+    /// The first line of the tool's description.
+    pub description: String,
+    /// Its arguments, required ones first.
+    pub options: Vec<CommandOption>,
+}
+
+/// One argument of a [`CommandSpec`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandOption {
+    /// The argument's name.
+    pub name: String,
+    /// Its description, or its name when it has none.
+    pub description: String,
+    /// What values it takes.
+    pub kind: OptionKind,
+    /// Whether the tool needs it.
+    pub required: bool,
+}
+
+/// The value types platforms offer for command options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptionKind {
+    /// Text (also the fallback for lists, objects and untyped values, given as JSON).
+    String,
+    /// A whole number.
+    Integer,
+    /// A number.
+    Number,
+    /// True or false.
+    Boolean,
+}
+
+/// The enabled tools as commands, in registration order.
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::{OptionKind, command_specs};
+/// use ferrobot::tool::{ToolRegistry, from_fn};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Args {
+///     /// How many lines.
+///     lines: u32,
+/// }
+/// let registry = ToolRegistry::new();
+/// registry.register(from_fn("tail_log", "Show the end of the log.\nMore.", |a: Args, _| async move { a.lines }));
+/// let specs = command_specs(&registry);
+/// assert_eq!(specs[0].description, "Show the end of the log.");
+/// assert_eq!(specs[0].options[0].kind, OptionKind::Integer);
+/// assert!(specs[0].options[0].required);
+/// ```
+pub fn command_specs(tools: &ToolRegistry) -> Vec<CommandSpec> {
+    tools
+        .tools()
+        .iter()
+        .filter(|tool| tools.is_enabled(tool.name()))
+        .map(|tool| {
+            let spec = tool.spec();
+            let required: Vec<&str> = spec
+                .parameters
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut options: Vec<CommandOption> = spec
+                .parameters
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(name, schema)| CommandOption {
+                    name: name.clone(),
+                    description: schema
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or(name)
+                        .to_owned(),
+                    kind: option_kind(schema),
+                    required: required.contains(&name.as_str()),
+                })
+                .collect();
+            options.sort_by_key(|o| !o.required);
+            CommandSpec {
+                name: spec.name.clone(),
+                description: spec
+                    .description
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+                options,
+            }
+        })
+        .collect()
+}
+
+fn option_kind(schema: &Value) -> OptionKind {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect(),
+        _ => Vec::new(),
+    };
+    match types.as_slice() {
+        ["integer"] => OptionKind::Integer,
+        ["number"] => OptionKind::Number,
+        ["boolean"] => OptionKind::Boolean,
+        _ => OptionKind::String,
+    }
+}
+
+impl CommandSpec {
+    /// The slash-command text for a platform command's values, so the agent
+    /// runs it the same way as a typed `/name key=value …`: the one place a
+    /// tool call is dispatched.
+    ///
+    /// # Examples
+    /// ```
+    /// # use ferrobot::bot::command_specs;
+    /// # use ferrobot::tool::{ToolRegistry, from_fn};
+    /// # let registry = ToolRegistry::new();
+    /// # registry.register(from_fn("grep", "Search.", |_: serde_json::Value, _| async {}));
+    /// let spec = &command_specs(&registry)[0];
+    /// let text = spec.slash_text([("pattern", "disk full"), ("path", "/var/log")]);
+    /// assert_eq!(text, r#"/grep pattern="disk full" path=/var/log"#);
+    /// ```
+    pub fn slash_text<'a>(&self, values: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+        let mut text = format!("/{}", self.name);
+        for (key, value) in values {
+            text.push(' ');
+            text.push_str(key);
+            text.push('=');
+            if value.is_empty()
+                || value.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
+            {
+                text.push('"');
+                for c in value.chars() {
+                    if c == '"' || c == '\\' {
+                        text.push('\\');
+                    }
+                    text.push(c);
+                }
+                text.push('"');
+            } else {
+                text.push_str(value);
+            }
+        }
+        text
+    }
+}

@@ -1,0 +1,108 @@
+//! The shared bot runtime: a channel joined to an agent.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferrobot::Agent;
+use ferrobot::bot::{
+    Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
+};
+use ferrobot::confirm::{ConfirmRequest, Decision};
+use ferrobot::provider::ProviderError;
+use ferrobot::testing::{MockProvider, MockTurn};
+use ferrobot::tool::from_fn;
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+/// A channel that delivers a fixed list of messages and records what the
+/// bot sends and asks.
+#[derive(Default)]
+struct FakeChannel {
+    incoming: Vec<Incoming>,
+    sent: Mutex<Vec<(String, String)>>,
+    asked: Mutex<Vec<String>>,
+    approve: bool,
+}
+
+impl Channel for FakeChannel {
+    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            for message in &self.incoming {
+                handler(message.clone()).await;
+            }
+            // Let later messages (notify_later) arrive.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(())
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        conversation: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push((conversation.to_owned(), text.to_owned()));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        self.asked.lock().unwrap().push(request.prompt);
+        let approve = self.approve;
+        Box::pin(async move { approve.into() })
+    }
+}
+
+#[tokio::test]
+async fn a_channel_gets_replies_confirmations_errors_and_later_messages() {
+    let channel = Arc::new(FakeChannel {
+        incoming: vec![
+            Incoming::new("chat-1", "ann", "reboot please"),
+            Incoming::new("chat-2", "bob", "/ping"),
+            Incoming::new("chat-1", "ann", "and now?"),
+        ],
+        approve: true,
+        ..FakeChannel::default()
+    });
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("reboot", json!({})))
+        .then(MockTurn::new().text("Rebooting soon."))
+        .then(MockTurn::failing(ProviderError::Status {
+            status: 503,
+            message: "loading".into(),
+            retry_after: None,
+        }));
+    let reboot = from_fn("reboot", "Reboot.", |_: Value, ctx| async move {
+        ctx.notify_later("Rebooting now.", Duration::from_millis(10))
+            .map(|()| "scheduled")
+    })
+    .confirm("Reboot this machine?");
+    let ping = from_fn("ping", "Ping.", |_: Value, _| async { "pong" });
+    let dyn_channel: Arc<dyn Channel> = channel.clone();
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(reboot)
+        .tool(ping)
+        .confirm(ChannelConfirm(dyn_channel.clone()))
+        .notifier(ChannelNotifier(dyn_channel.clone()))
+        .build();
+    serve(agent, dyn_channel).await.unwrap();
+    // The later message arrives whenever its delay is up: compare in order
+    // of conversation and text.
+    let mut sent = channel.sent.lock().unwrap().clone();
+    sent.sort();
+    let mut expected = vec![
+        ("chat-1".to_owned(), "Rebooting soon.".to_owned()),
+        ("chat-1".to_owned(), "Rebooting now.".to_owned()),
+        ("chat-2".to_owned(), "pong".to_owned()),
+        (
+            "chat-1".to_owned(),
+            "LLM unavailable: server answered 503: loading — slash commands still work".to_owned(),
+        ),
+    ];
+    expected.sort();
+    assert_eq!(sent, expected);
+    assert_eq!(*channel.asked.lock().unwrap(), ["Reboot this machine?"]);
+}
