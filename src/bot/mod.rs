@@ -1,14 +1,20 @@
 //! What every bot binary shares (feature `bot`): the [`Channel`] trait a chat
 //! platform implements and [`serve`], which joins one to an agent; command
 //! menus built from the tools ([`command_specs`]), re-entering the agent's
-//! slash-command path; and [`split_message`] for platform length limits.
+//! slash-command path; [`split_message`] for platform length limits; and
+//! the layered [`Config`] every bot binary reads.
 
 mod channel;
 mod commands;
+mod config;
 mod split;
 
 pub use channel::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
 };
 pub use commands::{CommandOption, CommandSpec, OptionKind, command_specs};
+pub use config::{
+    AgentConfig, Config, ConfigError, ConfigSource, HistoryConfig, LlmConfig, LoadedConfig,
+    PROVIDERS, Secret, ToolsConfig, user_config_file, user_data_dir,
+};
 pub use split::{Length, split_message};

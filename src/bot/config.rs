@@ -1,0 +1,410 @@
+//! The configuration every bot binary reads.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::value::magic::RelativePathBuf;
+use figment::{Figment, Profile};
+use serde::{Deserialize, Serialize};
+
+/// The dialects a config may name in `llm.provider`.
+pub const PROVIDERS: [&str; 1] = ["openai"];
+
+/// A bot's settings, layered: built-in defaults, then a config file (`-c
+/// FILE`, else `./ferrobot.toml`, else the per-user config dir), then
+/// `FERROBOT_…` environment variables (`__` nests: `FERROBOT_LLM__MODEL`),
+/// then command-line flags. Unknown keys and bad values are errors naming
+/// the key and where it came from.
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::{Config, ConfigSource};
+/// let loaded = Config::load(&ConfigSource::defaults_only().model("llama3.2")).unwrap();
+/// assert_eq!(loaded.config.llm.model, "llama3.2");
+/// assert_eq!(loaded.config.agent.max_tool_rounds, 10);
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// The model endpoint.
+    pub llm: LlmConfig,
+    /// The agent's behaviour.
+    pub agent: AgentConfig,
+    /// Where conversations are kept.
+    pub history: HistoryConfig,
+    /// Tool enable/disable state.
+    pub tools: ToolsConfig,
+}
+
+/// `[llm]`: the model endpoint.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LlmConfig {
+    /// The dialect, one of [`PROVIDERS`]. By default, `openai` (any
+    /// OpenAI-compatible server).
+    pub provider: String,
+    /// The server. By default, Ollama at `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// The model. By default, `qwen3:8b`.
+    pub model: String,
+    /// The API key itself; prefer `api_key_env`. Never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
+    /// The environment variable holding the API key, e.g. `OPENAI_API_KEY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature. By default, the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Whether to stream answers. By default, `true`.
+    pub streaming: bool,
+}
+
+impl fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("api_key_env", &self.api_key_env)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `[agent]`: the agent's behaviour.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AgentConfig {
+    /// Sent before every conversation.
+    pub system_prompt: String,
+    /// Rounds of tool calls per turn. By default, 10.
+    pub max_tool_rounds: u32,
+    /// Seconds a tool may run. By default, 60.
+    pub tool_timeout_secs: u64,
+}
+
+/// `[history]`: where conversations are kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HistoryConfig {
+    /// The SQLite file, relative to the config file's directory. By default,
+    /// `history.db` in the per-user data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<RelativePathBuf>,
+}
+
+/// `[tools]`: tool settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolsConfig {
+    /// Which tools are disabled, a JSON file relative to the config file's
+    /// directory. By default, `tool_state.json` in the per-user data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_file: Option<RelativePathBuf>,
+}
+
+/// A secret from config or environment: never printed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            llm: LlmConfig {
+                provider: "openai".into(),
+                base_url: "http://localhost:11434/v1".into(),
+                model: "qwen3:8b".into(),
+                api_key: None,
+                api_key_env: None,
+                temperature: None,
+                streaming: true,
+            },
+            agent: AgentConfig {
+                system_prompt: "You are a careful system administration assistant running on the user's machine. \
+                                Use the tools to look things up instead of guessing, and say what you did."
+                    .into(),
+                max_tool_rounds: 10,
+                tool_timeout_secs: 60,
+            },
+            history: HistoryConfig { path: None },
+            tools: ToolsConfig { state_file: None },
+        }
+    }
+}
+
+/// Where a config is read from, and the command-line flags on top.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ConfigSource {
+    /// `-c FILE`: this file, which must exist.
+    pub file: Option<PathBuf>,
+    /// Whether to look for `./ferrobot.toml` and the per-user config file
+    /// when no `file` is given. By default, yes.
+    pub skip_search: bool,
+    /// Whether to read `FERROBOT_…` environment variables. By default, yes.
+    pub skip_env: bool,
+    /// `--provider`.
+    pub provider: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+}
+
+impl ConfigSource {
+    /// The usual search: `./ferrobot.toml`, then the per-user config file.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Built-in defaults and flags only: no files, no environment (for tests).
+    pub fn defaults_only() -> Self {
+        Self {
+            skip_search: true,
+            skip_env: true,
+            ..Self::default()
+        }
+    }
+
+    /// Reads this file (`-c FILE`).
+    #[must_use]
+    pub fn file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.file = Some(path.into());
+        self
+    }
+
+    /// `--provider`.
+    #[must_use]
+    pub fn provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// `--model`.
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// `--base-url`.
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+}
+
+/// Why a config could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `-c FILE` names a file that does not exist.
+    #[error("config file {} does not exist", path.display())]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A key is unknown or a value is wrong; the message names the key, the
+    /// expected values and where the value came from.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// A loaded config, and where each value came from.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct LoadedConfig {
+    /// The effective settings.
+    pub config: Config,
+    /// The config file read, if any; relative paths resolve against its directory.
+    pub file: Option<PathBuf>,
+    figment: Figment,
+}
+
+/// The per-user config file: `$XDG_CONFIG_HOME/ferrobot/config.toml`, or the
+/// platform's equivalent.
+pub fn user_config_file() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "ferrobot").map(|d| d.config_dir().join("config.toml"))
+}
+
+/// The per-user data directory, where the history and tool state live by default.
+pub fn user_data_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "ferrobot").map(|d| d.data_dir().to_owned())
+}
+
+impl Config {
+    /// Loads the layered config.
+    ///
+    /// # Errors
+    /// [`ConfigError::Missing`] for a `-c` file that doesn't exist;
+    /// [`ConfigError::Invalid`] for unknown keys and bad values.
+    pub fn load(source: &ConfigSource) -> Result<LoadedConfig, ConfigError> {
+        let file = match &source.file {
+            Some(path) if !path.is_file() => {
+                return Err(ConfigError::Missing { path: path.clone() });
+            }
+            Some(path) => Some(path.clone()),
+            None if source.skip_search => None,
+            None => [Some(PathBuf::from("ferrobot.toml")), user_config_file()]
+                .into_iter()
+                .flatten()
+                .find(|p| p.is_file()),
+        };
+        // An absolute path, so paths in the file resolve to absolute paths.
+        let file = file.map(|f| std::fs::canonicalize(&f).unwrap_or(f));
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = &file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        if !source.skip_env {
+            // Only nested keys (`FERROBOT_LLM__MODEL`): a bare `FERROBOT_X`
+            // belongs to something else, such as the examples.
+            figment = figment.merge(
+                Env::prefixed("FERROBOT_")
+                    .filter(|key| key.as_str().contains("__"))
+                    .split("__"),
+            );
+        }
+        for (key, value) in [
+            ("llm.provider", &source.provider),
+            ("llm.model", &source.model),
+            ("llm.base_url", &source.base_url),
+        ] {
+            if let Some(value) = value {
+                figment = figment.merge(Serialized::default(key, value).profile(Profile::Default));
+            }
+        }
+        let config: Config = figment
+            .extract()
+            .map_err(|e| ConfigError::Invalid(describe(&e)))?;
+        config.validate()?;
+        Ok(LoadedConfig {
+            config,
+            file,
+            figment,
+        })
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !PROVIDERS.contains(&self.llm.provider.as_str()) {
+            return Err(ConfigError::Invalid(format!(
+                "`llm.provider` is `{}`; accepted values: {}",
+                self.llm.provider,
+                PROVIDERS.join(", ")
+            )));
+        }
+        if !(self.llm.base_url.starts_with("http://") || self.llm.base_url.starts_with("https://"))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "`llm.base_url` is `{}`; it must be an http:// or https:// URL, e.g. http://localhost:11434/v1",
+                self.llm.base_url
+            )));
+        }
+        if self.llm.model.trim().is_empty() {
+            return Err(ConfigError::Invalid(
+                "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Figment's errors, each with its key and source, on one line each.
+fn describe(error: &figment::Error) -> String {
+    error
+        .clone()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl LoadedConfig {
+    /// Every effective value with where it came from, secrets hidden, for
+    /// `config check`.
+    pub fn explain(&self) -> Vec<(String, String, String)> {
+        let mut rows = Vec::new();
+        let value = serde_json::to_value(&self.config).unwrap_or_default();
+        flatten("", &value, &mut rows);
+        rows.into_iter()
+            .map(|(key, shown)| {
+                let shown = if key.ends_with("api_key") {
+                    "[set]".to_owned()
+                } else {
+                    shown
+                };
+                let source = self
+                    .figment
+                    .find_metadata(&key)
+                    .map(|m| match &m.source {
+                        Some(source) => format!("{} ({source})", m.name),
+                        None => m.name.to_string(),
+                    })
+                    .unwrap_or_else(|| "default".into());
+                (key, shown, source)
+            })
+            .collect()
+    }
+
+    /// The history file: the configured path, else `history.db` in the
+    /// per-user data directory.
+    pub fn history_path(&self) -> PathBuf {
+        resolve(self.config.history.path.as_ref(), "history.db")
+    }
+
+    /// The tool state file: the configured path, else `tool_state.json` in
+    /// the per-user data directory.
+    pub fn tool_state_path(&self) -> PathBuf {
+        resolve(self.config.tools.state_file.as_ref(), "tool_state.json")
+    }
+}
+
+fn resolve(configured: Option<&RelativePathBuf>, default: &str) -> PathBuf {
+    configured.map_or_else(
+        || {
+            user_data_dir()
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join(default)
+        },
+        RelativePathBuf::relative,
+    )
+}
+
+fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&path, inner, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push((prefix.to_owned(), s.clone())),
+        other => out.push((prefix.to_owned(), other.to_string())),
+    }
+}

@@ -1,0 +1,121 @@
+//! The layered bot config: defaults, file, environment, flags.
+// figment's `Jail` closures return its (large) error type.
+#![allow(clippy::result_large_err)]
+
+use ferrobot::bot::{Config, ConfigError, ConfigSource};
+use figment::Jail;
+
+#[test]
+fn file_environment_and_flags_layer_in_that_order() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "ferrobot.toml",
+            r#"
+                [llm]
+                model = "from-file"
+                base_url = "http://gpu-box:8000/v1"
+                [agent]
+                max_tool_rounds = 4
+            "#,
+        )?;
+        jail.set_env("FERROBOT_LLM__MODEL", "from-env");
+        jail.set_env("FERROBOT_BASE_URL", "ignored: not nested");
+        jail.set_env("FERROBOT_LLM__API_KEY", "sk-secret");
+        let loaded = Config::load(&ConfigSource::new()).map_err(|e| e.to_string())?;
+        let config = &loaded.config;
+        assert_eq!(config.llm.model, "from-env");
+        assert_eq!(config.llm.base_url, "http://gpu-box:8000/v1");
+        assert_eq!(config.agent.max_tool_rounds, 4);
+        assert_eq!(
+            config.llm.api_key.as_ref().map(|k| k.expose()),
+            Some("sk-secret")
+        );
+        assert!(!format!("{config:?}").contains("sk-secret"));
+
+        let explained = loaded.explain();
+        let row = |key: &str| {
+            explained
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .cloned()
+                .unwrap()
+        };
+        assert!(
+            row("llm.base_url").2.contains("ferrobot.toml"),
+            "{:?}",
+            row("llm.base_url")
+        );
+        assert!(
+            row("llm.model").2.contains("environment"),
+            "{:?}",
+            row("llm.model")
+        );
+        assert_eq!(row("llm.api_key").1, "[set]");
+        assert_eq!(row("agent.tool_timeout_secs").1, "60");
+
+        let flagged =
+            Config::load(&ConfigSource::new().model("from-flag")).map_err(|e| e.to_string())?;
+        assert_eq!(flagged.config.llm.model, "from-flag");
+        Ok(())
+    });
+}
+
+#[test]
+fn unknown_keys_and_bad_values_name_the_key_and_the_file() {
+    Jail::expect_with(|jail| {
+        jail.create_file("typo.toml", "[llm]\nmodle = \"qwen3:8b\"\n")?;
+        let error = Config::load(&ConfigSource::new().file("typo.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unknown field: found `modle`"), "{error}");
+        assert!(
+            error.contains("`model`"),
+            "the accepted keys are listed: {error}"
+        );
+        assert!(error.contains("typo.toml"), "{error}");
+
+        jail.create_file("type.toml", "[agent]\nmax_tool_rounds = \"ten\"\n")?;
+        let error = Config::load(&ConfigSource::new().file("type.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("max_tool_rounds") && error.contains("type.toml"),
+            "{error}"
+        );
+
+        jail.create_file("provider.toml", "[llm]\nprovider = \"gpt\"\n")?;
+        let error = Config::load(&ConfigSource::new().file("provider.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("`llm.provider` is `gpt`; accepted values: openai"),
+            "{error}"
+        );
+
+        let error = Config::load(&ConfigSource::new().file("nowhere.toml")).unwrap_err();
+        assert!(matches!(error, ConfigError::Missing { .. }));
+        Ok(())
+    });
+}
+
+#[test]
+fn relative_paths_resolve_against_the_config_file() {
+    Jail::expect_with(|jail| {
+        jail.create_dir("conf")?;
+        jail.create_file("conf/bot.toml", "[history]\npath = \"data/history.db\"\n")?;
+        let loaded =
+            Config::load(&ConfigSource::new().file("conf/bot.toml")).map_err(|e| e.to_string())?;
+        let path = loaded.history_path();
+        assert!(path.ends_with("conf/data/history.db"), "{}", path.display());
+        assert!(path.is_absolute(), "{}", path.display());
+        Ok(())
+    });
+}
+
+#[test]
+fn defaults_need_no_file() {
+    let loaded = Config::load(&ConfigSource::defaults_only()).unwrap();
+    assert_eq!(loaded.config.llm.base_url, "http://localhost:11434/v1");
+    assert!(loaded.file.is_none());
+    assert!(loaded.history_path().ends_with("history.db"));
+}
