@@ -100,8 +100,10 @@ fn pieces(text: &str, limit: usize, length: Length) -> Vec<Piece<'_>> {
         }
         // Leave room to close a fence this piece may end inside.
         let budget = room - length.of("\n") - length.of(FENCE);
+        let starts_line =
+            rest.len() == text.len() || text[..text.len() - rest.len()].ends_with('\n');
         let (body, tail) = rest.split_at(cut_point(rest, budget, length));
-        let still_open = fence_after(open.clone(), body);
+        let still_open = fence_after(open.clone(), body, starts_line);
         pieces.push(Piece {
             reopens: open,
             body,
@@ -126,17 +128,33 @@ fn cut_point(text: &str, budget: usize, length: Length) -> usize {
         max = i + c.len_utf8();
     }
     let window = &text[..max];
+    // A piece may not start with a fence unless it starts a line: on its own
+    // the message would open a code block the text never had.
+    let clean =
+        |cut: usize| window[..cut].ends_with('\n') || !text[cut..].trim_start().starts_with(FENCE);
     // Cut after the separator, so it ends the piece rather than starting the next.
     let after = |sep: &str| {
         window
-            .rfind(sep)
-            .map(|i| i + sep.len())
-            .filter(|&i| i > max / 3)
+            .match_indices(sep)
+            .map(|(i, _)| i + sep.len())
+            .filter(|&i| i > max / 3 && clean(i))
+            .last()
     };
-    after("\n\n")
+    let hard = (first_char_len(text)..=max.max(first_char_len(text)))
+        .rev()
+        .find(|&i| text.is_char_boundary(i) && clean(i))
+        .unwrap_or(max.max(first_char_len(text)));
+    let cut = after("\n\n")
         .or_else(|| after("\n"))
         .or_else(|| after(" "))
-        .unwrap_or(max.max(first_char_len(text)))
+        .unwrap_or(hard);
+    // Never cut through a fence line: the pieces would disagree about which
+    // code block is open. Cut before it instead, when anything comes first.
+    let line_start = text[..cut].rfind('\n').map_or(0, |i| i + 1);
+    if cut > line_start && line_start > 0 && text[line_start..].trim_start().starts_with(FENCE) {
+        return line_start;
+    }
+    cut
 }
 
 fn first_char_len(text: &str) -> usize {
@@ -144,8 +162,13 @@ fn first_char_len(text: &str) -> usize {
 }
 
 /// Which code block is open after `piece`, given the one open before it.
-fn fence_after(mut open: Option<String>, piece: &str) -> Option<String> {
-    for line in piece.split('\n') {
+/// `starts_line` says whether the piece starts at the start of a line: when
+/// it doesn't, its first line's beginning is mid-line and can't be a fence.
+fn fence_after(mut open: Option<String>, piece: &str, starts_line: bool) -> Option<String> {
+    for (i, line) in piece.split('\n').enumerate() {
+        if i == 0 && !starts_line {
+            continue;
+        }
         let trimmed = line.trim_start();
         if trimmed.starts_with(FENCE) {
             open = match open {
@@ -206,13 +229,13 @@ mod tests {
             let text = words.concat();
             let length = if utf16 { Length::Utf16 } else { Length::Chars };
             let parts = pieces(&text, limit, length);
-            let ends_open = fence_after(None, &text).is_some();
+            let ends_open = fence_after(None, &text, true).is_some();
             for (i, part) in parts.iter().enumerate() {
                 let message = part.render();
                 prop_assert!(length.of(&message) <= limit, "{} > {limit}: {message:?}", length.of(&message));
                 // Each message's code blocks are closed, but for a text that
                 // itself ends inside one.
-                let balanced = fence_after(None, &message).is_none();
+                let balanced = fence_after(None, &message, true).is_none();
                 prop_assert!(balanced || (i + 1 == parts.len() && ends_open), "unbalanced: {message:?}");
             }
             // Nothing is lost or repeated.
