@@ -274,7 +274,10 @@ impl Config {
         };
         // An absolute path, so paths in the file resolve to absolute paths.
         let file = file.map(|f| std::fs::canonicalize(&f).unwrap_or(f));
-        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        let mut figment = Figment::from(Named(
+            "built-in default",
+            Serialized::defaults(Config::default()),
+        ));
         if let Some(file) = &file {
             figment = figment.merge(Toml::file_exact(file));
         }
@@ -293,7 +296,10 @@ impl Config {
             ("llm.base_url", &source.base_url),
         ] {
             if let Some(value) = value {
-                figment = figment.merge(Serialized::default(key, value).profile(Profile::Default));
+                figment = figment.merge(Named(
+                    "command-line flag",
+                    Serialized::default(key, value).profile(Profile::Default),
+                ));
             }
         }
         let config: Config = figment
@@ -328,6 +334,20 @@ impl Config {
             ));
         }
         Ok(())
+    }
+}
+
+/// A provider shown under a plain name in `config check` (figment would name
+/// the Rust type and source line).
+struct Named<P>(&'static str, P);
+
+impl<P: figment::Provider> figment::Provider for Named<P> {
+    fn metadata(&self) -> figment::Metadata {
+        figment::Metadata::named(self.0)
+    }
+
+    fn data(&self) -> Result<figment::value::Map<Profile, figment::value::Dict>, figment::Error> {
+        self.1.data()
     }
 }
 
@@ -406,5 +426,25 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, Strin
         }
         serde_json::Value::String(s) => out.push((prefix.to_owned(), s.clone())),
         other => out.push((prefix.to_owned(), other.to_string())),
+    }
+}
+
+#[cfg(feature = "openai")]
+impl LoadedConfig {
+    /// The provider the `[llm]` section describes. The API key comes from
+    /// `llm.api_key`, else from the variable `llm.api_key_env` names.
+    pub fn provider(&self) -> crate::provider::OpenAiCompatible {
+        let llm = &self.config.llm;
+        let mut provider = crate::provider::OpenAiCompatible::new(&llm.base_url)
+            .model(&llm.model)
+            .streaming(llm.streaming);
+        if let Some(temperature) = llm.temperature {
+            provider = provider.temperature(temperature);
+        }
+        match (&llm.api_key, &llm.api_key_env) {
+            (Some(key), _) => provider.api_key(key.expose()),
+            (None, Some(variable)) => provider.api_key_env(variable),
+            (None, None) => provider,
+        }
     }
 }

@@ -1,0 +1,373 @@
+//! `ferrobot`: chat with your machine's assistant in the terminal, or script it.
+//!
+//! Exit codes: 0 success; 1 the turn failed (the model endpoint is down or
+//! refused); 2 bad configuration or usage; 3 `doctor` found a problem.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use ferrobot::agent::ToolOutcome;
+use ferrobot::bot::{Config, ConfigSource, LoadedConfig};
+use ferrobot::confirm::ConfirmRequest;
+use ferrobot::history::{HistoryStore, SqliteHistory};
+use ferrobot::provider::Provider;
+use ferrobot::{Agent, AgentEvent};
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+
+/// `println!` that ignores a closed stdout (`ferrobot history list | head`).
+macro_rules! out {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+const EXIT_TURN_FAILED: u8 = 1;
+const EXIT_CONFIG: u8 = 2;
+const EXIT_DOCTOR: u8 = 3;
+
+/// Your machine's assistant, over any OpenAI-compatible server.
+#[derive(Debug, Parser)]
+#[command(name = "ferrobot", version, about)]
+struct Cli {
+    /// Read this config file instead of ./ferrobot.toml or the per-user one.
+    #[arg(short = 'c', long = "config", global = true)]
+    config: Option<PathBuf>,
+    /// The provider dialect (`llm.provider`).
+    #[arg(long, global = true)]
+    provider: Option<String>,
+    /// The model (`llm.model`).
+    #[arg(long, global = true)]
+    model: Option<String>,
+    /// The server (`llm.base_url`), e.g. `http://localhost:11434/v1`.
+    #[arg(long, global = true)]
+    base_url: Option<String>,
+    /// The environment variable holding the API key (`llm.api_key_env`).
+    #[arg(long, global = true)]
+    api_key_env: Option<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Answer one prompt and exit: the answer on stdout, tool calls on stderr.
+    Run {
+        /// What to ask.
+        prompt: String,
+        /// One JSON object per event per line on stdout, for scripts.
+        #[arg(long)]
+        json: bool,
+        /// Approve tools that ask for confirmation (declined otherwise).
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        conversation: ConversationArgs,
+    },
+    /// Probe the model server: reachable, model present, latency.
+    Doctor,
+    /// Inspect the configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Read the conversation store.
+    History {
+        #[command(subcommand)]
+        action: HistoryAction,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct ConversationArgs {
+    /// Continue this conversation. By default, `cli`.
+    #[arg(long, default_value = "cli")]
+    conversation: String,
+    /// Start a fresh conversation.
+    #[arg(long)]
+    new: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Validate the config and print each effective value with its source.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
+enum HistoryAction {
+    /// The stored conversations, most recent first.
+    List,
+    /// Messages matching a query.
+    Search {
+        /// Words to look for.
+        query: String,
+        /// At most this many results.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FERROBOT_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let loaded = match load(&cli) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("ferrobot: {error:#}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let result = match cli.command {
+        Some(Command::Run {
+            prompt,
+            json,
+            yes,
+            conversation,
+        }) => run(&loaded, &prompt, json, yes, &conversation).await,
+        Some(Command::Doctor) => doctor(&loaded).await,
+        Some(Command::Config {
+            action: ConfigAction::Check,
+        }) => Ok(config_check(&loaded)),
+        Some(Command::History { action }) => history(&loaded, action).await,
+        None => chat(&loaded).await,
+    };
+    result.unwrap_or_else(|error| {
+        eprintln!("ferrobot: {error:#}");
+        ExitCode::from(EXIT_CONFIG)
+    })
+}
+
+fn load(cli: &Cli) -> anyhow::Result<LoadedConfig> {
+    let mut source = ConfigSource::new();
+    source.file.clone_from(&cli.config);
+    source.provider.clone_from(&cli.provider);
+    source.model.clone_from(&cli.model);
+    source.base_url.clone_from(&cli.base_url);
+    let mut loaded = Config::load(&source)?;
+    if let Some(variable) = &cli.api_key_env {
+        loaded.config.llm.api_key_env = Some(variable.clone());
+    }
+    Ok(loaded)
+}
+
+async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
+    let path = loaded.history_path();
+    let history = SqliteHistory::open(&path)
+        .await
+        .with_context(|| format!("opening the history at {}", path.display()))?;
+    let agent = &loaded.config.agent;
+    Ok(Agent::builder()
+        .provider(loaded.provider())
+        .system_prompt(agent.system_prompt.clone())
+        .max_tool_rounds(agent.max_tool_rounds)
+        .tool_timeout(std::time::Duration::from_secs(agent.tool_timeout_secs))
+        .history(history)
+        .confirm(move |request: ConfirmRequest| async move {
+            if !approve {
+                eprintln!(
+                    "[declined] {} (pass --yes to approve tools that ask)",
+                    request.prompt
+                );
+            }
+            approve
+        })
+        .build())
+}
+
+fn conversation_id(args: &ConversationArgs) -> String {
+    if args.new {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("{}-{now}", args.conversation)
+    } else {
+        args.conversation.clone()
+    }
+}
+
+/// One turn, printed as it streams.
+async fn run(
+    loaded: &LoadedConfig,
+    prompt: &str,
+    json: bool,
+    yes: bool,
+    args: &ConversationArgs,
+) -> anyhow::Result<ExitCode> {
+    let agent = agent(loaded, yes).await?;
+    Ok(turn(&agent, &conversation_id(args), prompt, json).await)
+}
+
+async fn turn(agent: &Agent, conversation: &str, prompt: &str, json: bool) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    let mut events = agent.stream(conversation, prompt);
+    let mut code = ExitCode::SUCCESS;
+    while let Some(event) = events.next().await {
+        let line = match event {
+            Ok(event) if json => json_event(&event),
+            Ok(AgentEvent::TextDelta(text) | AgentEvent::RefusalDelta(text)) => {
+                let _ = write!(stdout, "{text}");
+                let _ = stdout.flush();
+                None
+            }
+            Ok(AgentEvent::ToolCallStarted(call)) => {
+                eprintln!("→ {}({})", call.name, call.arguments);
+                None
+            }
+            Ok(AgentEvent::ToolCallFinished(record)) => {
+                let mark = if record.outcome == ToolOutcome::Ok {
+                    "←"
+                } else {
+                    "✗"
+                };
+                eprintln!(
+                    "{mark} {} ({:?}, {} ms)",
+                    record.call.name,
+                    record.outcome,
+                    record.duration.as_millis()
+                );
+                None
+            }
+            Ok(AgentEvent::Done(reply)) => {
+                if !reply.text.is_empty() && !reply.text.ends_with('\n') {
+                    let _ = writeln!(stdout);
+                }
+                None
+            }
+            Ok(_) => None,
+            Err(error) => {
+                code = ExitCode::from(EXIT_TURN_FAILED);
+                if json {
+                    Some(json!({"type": "error", "message": error.user_message()}))
+                } else {
+                    eprintln!("{}", error.user_message());
+                    None
+                }
+            }
+        };
+        if let Some(line) = line {
+            let _ = writeln!(stdout, "{line}");
+        }
+    }
+    code
+}
+
+/// An event as one JSON object, for `run --json`.
+fn json_event(event: &AgentEvent) -> Option<serde_json::Value> {
+    Some(match event {
+        AgentEvent::TextDelta(delta) | AgentEvent::RefusalDelta(delta) => {
+            json!({"type": "text", "delta": delta})
+        }
+        AgentEvent::ReasoningDelta(delta) => json!({"type": "reasoning", "delta": delta}),
+        AgentEvent::ToolCallStarted(call) => {
+            json!({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments})
+        }
+        AgentEvent::ToolCallFinished(record) => json!({
+            "type": "tool_result", "id": record.call.id, "content": record.content,
+            "is_error": record.outcome != ToolOutcome::Ok, "outcome": format!("{:?}", record.outcome),
+            "duration_ms": record.duration.as_millis() as u64,
+        }),
+        AgentEvent::Usage(usage) => json!({
+            "type": "usage", "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "reasoning_tokens": usage.reasoning_tokens, "cached_tokens": usage.cached_tokens,
+        }),
+        AgentEvent::Done(reply) => {
+            json!({"type": "done", "text": reply.text, "is_refusal": reply.is_refusal})
+        }
+        _ => return None,
+    })
+}
+
+/// A plain line-by-line chat: reads stdin (typed or piped) until `exit` or EOF.
+async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
+    let agent = agent(loaded, false).await?;
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        let line = line.trim();
+        if line == "exit" || line == "quit" {
+            break;
+        }
+        if !line.is_empty() {
+            turn(&agent, "cli", line, false).await;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
+    let provider = loaded.provider();
+    let llm = &loaded.config.llm;
+    let health = provider.health().await;
+    out!(
+        "server:  {} ({} ms)",
+        llm.base_url,
+        health.latency.as_millis()
+    );
+    out!("model:   {}", llm.model);
+    if health.is_ok() {
+        out!("status:  ok");
+        return Ok(ExitCode::SUCCESS);
+    }
+    out!(
+        "status:  {}",
+        if health.reachable {
+            "answered, with a problem"
+        } else {
+            "unreachable"
+        }
+    );
+    if let Some(detail) = health.detail {
+        out!("problem: {detail}");
+    }
+    Ok(ExitCode::from(EXIT_DOCTOR))
+}
+
+fn config_check(loaded: &LoadedConfig) -> ExitCode {
+    match &loaded.file {
+        Some(file) => out!("config file: {}", file.display()),
+        None => out!("config file: none (built-in defaults)"),
+    }
+    for (key, value, source) in loaded.explain() {
+        out!("{key} = {value}    # {source}");
+    }
+    out!("history file: {}", loaded.history_path().display());
+    ExitCode::SUCCESS
+}
+
+async fn history(loaded: &LoadedConfig, action: HistoryAction) -> anyhow::Result<ExitCode> {
+    let store = SqliteHistory::open(loaded.history_path()).await?;
+    match action {
+        HistoryAction::List => {
+            for info in store.list().await? {
+                out!(
+                    "{}\t{} messages\t{}",
+                    info.id,
+                    info.messages,
+                    info.title.unwrap_or_default()
+                );
+            }
+        }
+        HistoryAction::Search { query, limit } => {
+            for hit in store.search(&query, limit).await? {
+                out!(
+                    "{}#{}\t{}",
+                    hit.conversation,
+                    hit.index,
+                    hit.snippet.replace('\n', " ")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,203 @@
+//! The `ferrobot` binary, run for real against a loopback model server.
+
+// Helpers outside `#[test]` functions panic on setup failures, like the tests.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ferrobot::testing::{OpenAiStream, text_sse};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// A private home for one test: config, data and working directories.
+struct Home(PathBuf);
+
+impl Home {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("ferrobot-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        Self(dir)
+    }
+
+    fn ferrobot(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_ferrobot"))
+            .args(args)
+            .current_dir(self.0.join("work"))
+            .env("XDG_CONFIG_HOME", self.0.join("config"))
+            .env("XDG_DATA_HOME", self.0.join("data"))
+            .env("HOME", &self.0)
+            .env_remove("FERROBOT_LLM__MODEL")
+            .env_remove("FERROBOT_LLM__BASE_URL")
+            .output()
+            .unwrap()
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+async fn server(body: String) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn run_prints_the_answer_and_remembers_the_conversation() {
+    let home = Home::new("run");
+    let server = server(text_sse("You have 42 GB free.")).await;
+    let url = format!("{}/v1", server.uri());
+    let output = home.ferrobot(&[
+        "--base-url",
+        &url,
+        "--model",
+        "test",
+        "run",
+        "how much disk space is left?",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "You have 42 GB free.\n");
+
+    let second = home.ferrobot(&["--base-url", &url, "--model", "test", "run", "and now?"]);
+    assert!(second.status.success());
+    let requests = server.received_requests().await.unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let sent: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        &sent[1..],
+        [
+            "how much disk space is left?",
+            "You have 42 GB free.",
+            "and now?"
+        ]
+    );
+
+    let list = home.ferrobot(&["history", "list"]);
+    assert!(
+        stdout(&list).starts_with("cli\t4 messages\thow much disk space is left?"),
+        "{}",
+        stdout(&list)
+    );
+    let search = home.ferrobot(&["history", "search", "disk"]);
+    assert!(
+        stdout(&search).contains("cli#0\thow much [disk] space is left?"),
+        "{}",
+        stdout(&search)
+    );
+}
+
+#[tokio::test]
+async fn run_json_prints_one_event_per_line() {
+    let home = Home::new("json");
+    let body = OpenAiStream::new()
+        .reasoning("hmm")
+        .text("Hello")
+        .text(" there")
+        .finish("stop")
+        .usage(3, 2)
+        .into_sse();
+    let server = server(body).await;
+    let url = format!("{}/v1", server.uri());
+    let output = home.ferrobot(&["--base-url", &url, "--model", "test", "run", "--json", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let events: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["reasoning", "text", "text", "usage", "done"]);
+    assert_eq!(events[4]["text"], "Hello there");
+    assert_eq!(events[3]["input_tokens"], 3);
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_friendly_error_and_exit_code_1() {
+    let home = Home::new("down");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let output = home.ferrobot(&["--base-url", &url, "run", "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("LLM unavailable: gave up after 3 attempts"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stderr(&output).contains("slash commands still work"));
+    let doctor = home.ferrobot(&["--base-url", &url, "doctor"]);
+    assert_eq!(doctor.status.code(), Some(3));
+    assert!(
+        stdout(&doctor).contains("status:  unreachable"),
+        "{}",
+        stdout(&doctor)
+    );
+}
+
+#[test]
+fn config_check_shows_each_value_and_its_source() {
+    let home = Home::new("config");
+    std::fs::write(
+        home.path().join("work/ferrobot.toml"),
+        "[llm]\nmodel = \"llama3.2\"\napi_key = \"sk-hidden\"\n",
+    )
+    .unwrap();
+    let output = home.ferrobot(&["--base-url", "http://gpu:8000/v1", "config", "check"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("llm.model = llama3.2    # TOML file"),
+        "{text}"
+    );
+    assert!(
+        text.contains("llm.base_url = http://gpu:8000/v1    # command-line flag"),
+        "{text}"
+    );
+    assert!(text.contains("llm.api_key = [set]"), "{text}");
+    assert!(!text.contains("sk-hidden"), "{text}");
+}
+
+#[test]
+fn a_bad_config_exits_2_naming_the_problem() {
+    let home = Home::new("badconfig");
+    std::fs::write(
+        home.path().join("work/ferrobot.toml"),
+        "[llm]\nmodle = \"x\"\n",
+    )
+    .unwrap();
+    let output = home.ferrobot(&["config", "check"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("unknown field: found `modle`"),
+        "{}",
+        stderr(&output)
+    );
+}
