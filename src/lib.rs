@@ -14,6 +14,13 @@
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![doc(test(attr(deny(warnings))))]
 
+// `#[tool]` writes `::ferrobot::…` paths; this makes them resolve inside
+// ferrobot itself, for the batteries-included tools. (The lint misses uses
+// from macro output.)
+#[cfg(feature = "tools")]
+#[allow(unused_extern_crates)]
+extern crate self as ferrobot;
+
 pub mod agent;
 #[cfg(feature = "bot")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bot")))]
@@ -25,6 +32,9 @@ pub mod message;
 pub mod provider;
 pub mod testing;
 pub mod tool;
+#[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
+pub mod tools;
 
 #[doc(hidden)]
 pub mod __private {

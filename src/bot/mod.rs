@@ -8,6 +8,7 @@ mod channel;
 mod commands;
 mod config;
 mod split;
+mod state;
 
 pub use channel::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
@@ -18,3 +19,4 @@ pub use config::{
     PROVIDERS, Secret, ToolsConfig, user_config_file, user_data_dir,
 };
 pub use split::{Length, split_message};
+pub use state::ToolState;

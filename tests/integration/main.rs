@@ -31,6 +31,9 @@ mod openai;
 // `SqliteHistory` against real files: restart, search, migration, refusals.
 #[cfg(feature = "sqlite")]
 mod sqlite;
+// The batteries-included system tools, reading this machine.
+#[cfg(feature = "tools")]
+mod system_tools;
 // proptest: any split of a stream into network reads gives the same events.
 #[cfg(feature = "openai")]
 mod split;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ferrobot::agent::ToolOutcome;
-use ferrobot::bot::{Config, ConfigSource, LoadedConfig};
+use ferrobot::bot::{Config, ConfigSource, LoadedConfig, ToolState};
 use ferrobot::confirm::ConfirmRequest;
 use ferrobot::history::{HistoryStore, SqliteHistory};
 use ferrobot::provider::Provider;
@@ -67,6 +67,18 @@ enum Command {
         yes: bool,
         #[command(flatten)]
         conversation: ConversationArgs,
+    },
+    /// List the tools: enabled or not, available here or why not.
+    Tools,
+    /// Switch a tool on (a running bot applies it within a second).
+    Enable {
+        /// The tool's name.
+        name: String,
+    },
+    /// Switch a tool off (a running bot applies it within a second).
+    Disable {
+        /// The tool's name.
+        name: String,
     },
     /// Probe the model server: reachable, model present, latency.
     Doctor,
@@ -137,6 +149,9 @@ async fn main() -> ExitCode {
             conversation,
         }) => run(&loaded, &prompt, json, yes, &conversation).await,
         Some(Command::Doctor) => doctor(&loaded).await,
+        Some(Command::Tools) => tools(&loaded),
+        Some(Command::Enable { name }) => switch(&loaded, &name, true),
+        Some(Command::Disable { name }) => switch(&loaded, &name, false),
         Some(Command::Config {
             action: ConfigAction::Check,
         }) => Ok(config_check(&loaded)),
@@ -167,12 +182,13 @@ async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
     let history = SqliteHistory::open(&path)
         .await
         .with_context(|| format!("opening the history at {}", path.display()))?;
-    let agent = &loaded.config.agent;
-    Ok(Agent::builder()
+    let settings = &loaded.config.agent;
+    let agent = Agent::builder()
         .provider(loaded.provider())
-        .system_prompt(agent.system_prompt.clone())
-        .max_tool_rounds(agent.max_tool_rounds)
-        .tool_timeout(std::time::Duration::from_secs(agent.tool_timeout_secs))
+        .tools(ferrobot::tools::system())
+        .system_prompt(settings.system_prompt.clone())
+        .max_tool_rounds(settings.max_tool_rounds)
+        .tool_timeout(std::time::Duration::from_secs(settings.tool_timeout_secs))
         .history(history)
         .confirm(move |request: ConfirmRequest| async move {
             if !approve {
@@ -183,7 +199,54 @@ async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
             }
             approve
         })
-        .build())
+        .build();
+    ToolState::load(&loaded.tool_state_path())?.apply(&agent);
+    Ok(agent)
+}
+
+fn tools(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
+    let state = ToolState::load(&loaded.tool_state_path())?;
+    for tool in ferrobot::tools::system() {
+        let enabled = if state.is_disabled(tool.name()) {
+            "disabled"
+        } else {
+            "enabled"
+        };
+        let available = match tool.availability() {
+            Ok(()) => "available".to_owned(),
+            Err(reason) => format!("unavailable: {reason}"),
+        };
+        let summary = tool
+            .spec()
+            .description
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        out!("{:<20} {enabled:<9} {available:<12} {summary}", tool.name());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
+    let known: Vec<String> = ferrobot::tools::system()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    if !known.iter().any(|k| k == name) {
+        anyhow::bail!(
+            "no tool named `{name}`; the tools are: {}",
+            known.join(", ")
+        );
+    }
+    let path = loaded.tool_state_path();
+    let mut state = ToolState::load(&path)?;
+    state.set_enabled(name, enabled);
+    state
+        .save(&path)
+        .with_context(|| format!("saving {}", path.display()))?;
+    out!("{name} {}", if enabled { "enabled" } else { "disabled" });
+    Ok(ExitCode::SUCCESS)
 }
 
 fn conversation_id(args: &ConversationArgs) -> String {
@@ -292,6 +355,7 @@ fn json_event(event: &AgentEvent) -> Option<serde_json::Value> {
 /// A plain line-by-line chat: reads stdin (typed or piped) until `exit` or EOF.
 async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     let agent = agent(loaded, false).await?;
+    let _watch = ToolState::watch(loaded.tool_state_path(), &agent);
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = lines.next_line().await? {
         let line = line.trim();

@@ -201,3 +201,86 @@ fn a_bad_config_exits_2_naming_the_problem() {
         stderr(&output)
     );
 }
+
+#[test]
+fn tools_can_be_listed_disabled_and_enabled() {
+    let home = Home::new("tools");
+    let list = stdout(&home.ferrobot(&["tools"]));
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("disk_usage") && l.contains("enabled")),
+        "{list}"
+    );
+    let off = home.ferrobot(&["disable", "disk_usage"]);
+    assert!(off.status.success(), "{}", stderr(&off));
+    let list = stdout(&home.ferrobot(&["tools"]));
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("disk_usage") && l.contains("disabled")),
+        "{list}"
+    );
+    assert!(home.ferrobot(&["enable", "disk_usage"]).status.success());
+    assert!(
+        stdout(&home.ferrobot(&["tools"]))
+            .lines()
+            .any(|l| l.starts_with("disk_usage") && l.contains(" enabled"))
+    );
+    let unknown = home.ferrobot(&["disable", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no tool named `nope`; the tools are: disk_usage"),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
+#[tokio::test]
+async fn a_tool_round_runs_a_system_tool_and_disabled_tools_are_not_offered() {
+    let home = Home::new("toolround");
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &wiremock::Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let sse = if body.contains(r#""role":"tool""#) {
+                text_sse("Up and running.")
+            } else {
+                ferrobot::testing::tool_call_sse("c1", "uptime", &serde_json::json!({}))
+            };
+            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    assert!(home.ferrobot(&["disable", "memory"]).status.success());
+    let output = home.ferrobot(&["--base-url", &url, "--model", "m", "run", "is it up?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Up and running.\n");
+    assert!(
+        stderr(&output).contains("→ uptime({})"),
+        "{}",
+        stderr(&output)
+    );
+    let requests = server.received_requests().await.unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&"uptime") && !offered.contains(&"memory"),
+        "{offered:?}"
+    );
+    let second: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        result["content"].as_str().unwrap().starts_with("up "),
+        "{result}"
+    );
+}

@@ -1,0 +1,115 @@
+//! Which tools are switched off, in a file every bot process shares.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::Agent;
+
+/// The disabled tools, as stored in the tool state file
+/// (`{"disabled": ["reboot"]}`). `ferrobot enable`/`disable` write it; a
+/// running bot [`watch`](ToolState::watch)es it and applies a change within a
+/// second.
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::ToolState;
+/// let path = std::env::temp_dir().join(format!("ferrobot-state-{}.json", std::process::id()));
+/// let mut state = ToolState::load(&path)?;
+/// state.set_enabled("reboot", false);
+/// state.save(&path)?;
+/// assert!(ToolState::load(&path)?.is_disabled("reboot"));
+/// # std::fs::remove_file(path).ok();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolState {
+    disabled: BTreeSet<String>,
+}
+
+impl ToolState {
+    /// Reads the file; a missing file means every tool is enabled.
+    ///
+    /// # Errors
+    /// When the file can't be read or isn't a tool state file.
+    pub fn load(path: &Path) -> std::io::Result<Self> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{} is not a tool state file ({e}); fix or delete it",
+                        path.display()
+                    ),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the file atomically (a temporary file renamed over it), so a
+    /// watching bot never reads half of it.
+    ///
+    /// # Errors
+    /// When the directory can't be created or written.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let temporary: PathBuf = path.with_extension("json.tmp");
+        std::fs::write(
+            &temporary,
+            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?,
+        )?;
+        std::fs::rename(&temporary, path)
+    }
+
+    /// Whether `tool` is switched off.
+    pub fn is_disabled(&self, tool: &str) -> bool {
+        self.disabled.contains(tool)
+    }
+
+    /// Switches `tool` on or off.
+    pub fn set_enabled(&mut self, tool: &str, enabled: bool) {
+        if enabled {
+            self.disabled.remove(tool);
+        } else {
+            self.disabled.insert(tool.to_owned());
+        }
+    }
+
+    /// Applies the state to an agent's tools.
+    pub fn apply(&self, agent: &Agent) {
+        for tool in agent.tools().tools() {
+            agent
+                .tools()
+                .set_enabled(tool.name(), !self.is_disabled(tool.name()));
+        }
+    }
+
+    /// Applies the file now and whenever it changes (checked twice a
+    /// second), until the returned task is aborted.
+    pub fn watch(path: PathBuf, agent: &Agent) -> tokio::task::JoinHandle<()> {
+        let agent = agent.clone();
+        let initial = Self::load(&path);
+        tokio::spawn(async move {
+            let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            let mut seen: Option<SystemTime> = None;
+            let mut first = Some(initial);
+            loop {
+                let now = modified(&path);
+                if first.is_some() || now != seen {
+                    seen = now;
+                    match first.take().unwrap_or_else(|| Self::load(&path)) {
+                        Ok(state) => state.apply(&agent),
+                        Err(error) => tracing::warn!(%error, "tool state not applied"),
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
+    }
+}
