@@ -94,16 +94,20 @@ impl ToolState {
     /// second), until the returned task is aborted.
     pub fn watch(path: PathBuf, agent: &Agent) -> tokio::task::JoinHandle<()> {
         let agent = agent.clone();
-        let initial = Self::load(&path);
         tokio::spawn(async move {
-            let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-            let mut seen: Option<SystemTime> = None;
-            let mut first = Some(initial);
+            // The modification time and length: a change to either is a new
+            // state, even on filesystems with coarse timestamps.
+            let stamp = |path: &Path| {
+                std::fs::metadata(path)
+                    .ok()
+                    .map(|m| (m.modified().ok(), m.len()))
+            };
+            let mut seen: Option<Option<(Option<SystemTime>, u64)>> = None;
             loop {
-                let now = modified(&path);
-                if first.is_some() || now != seen {
-                    seen = now;
-                    match first.take().unwrap_or_else(|| Self::load(&path)) {
+                let now = stamp(&path);
+                if seen.as_ref() != Some(&now) {
+                    seen = Some(now);
+                    match Self::load(&path) {
                         Ok(state) => state.apply(&agent),
                         Err(error) => tracing::warn!(%error, "tool state not applied"),
                     }

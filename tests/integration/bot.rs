@@ -106,3 +106,41 @@ async fn a_channel_gets_replies_confirmations_errors_and_later_messages() {
     assert_eq!(sent, expected);
     assert_eq!(*channel.asked.lock().unwrap(), ["Reboot this machine?"]);
 }
+
+#[tokio::test]
+async fn a_running_bot_applies_tool_state_changes_within_a_second() {
+    use ferrobot::bot::ToolState;
+    let dir = std::env::temp_dir().join(format!("ferrobot-state-{}", std::process::id()));
+    let path = dir.join("tool_state.json");
+    let _ = std::fs::remove_dir_all(&dir);
+    let agent = Agent::builder()
+        .provider(MockProvider::replying("ok"))
+        .tool(from_fn("ping", "Ping.", |_: Value, _| async { "pong" }))
+        .build();
+    let watch = ToolState::watch(path.clone(), &agent);
+    let mut state = ToolState::default();
+    state.set_enabled("ping", false);
+    state.save(&path).unwrap();
+    let started = std::time::Instant::now();
+    while agent.tools().is_enabled("ping") {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "the change was not applied within a second"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    state.set_enabled("ping", true);
+    // A new modification time even on coarse clocks.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    state.save(&path).unwrap();
+    let started = std::time::Instant::now();
+    while !agent.tools().is_enabled("ping") {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "re-enabling was not applied"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    watch.abort();
+    let _ = std::fs::remove_dir_all(dir);
+}
