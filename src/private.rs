@@ -150,7 +150,7 @@ pub fn availability(platforms: &[&str], requires: &[&str]) -> Result<(), String>
     Ok(())
 }
 
-fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     let Some(path) = std::env::var_os("PATH") else {
         return false;
     };

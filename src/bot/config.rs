@@ -108,6 +108,11 @@ pub struct ToolsConfig {
     /// directory. By default, `tool_state.json` in the per-user data directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_file: Option<RelativePathBuf>,
+    /// Command tools, a TOML file relative to the config file's directory
+    /// (see `ferrobot::tools::CommandTool::load_file`). By default,
+    /// `tools.toml` in the per-user config directory, if it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<RelativePathBuf>,
 }
 
 /// A secret from config or environment: never printed.
@@ -148,7 +153,7 @@ impl Default for Config {
                 tool_timeout_secs: 60,
             },
             history: HistoryConfig { path: None },
-            tools: ToolsConfig { state_file: None },
+            tools: ToolsConfig { state_file: None, file: None },
         }
     }
 }
@@ -398,6 +403,21 @@ impl LoadedConfig {
     /// the per-user data directory.
     pub fn tool_state_path(&self) -> PathBuf {
         resolve(self.config.tools.state_file.as_ref(), "tool_state.json")
+    }
+}
+
+impl LoadedConfig {
+    /// The command tools file: the configured path, else `tools.toml` beside
+    /// the per-user config file.
+    pub fn tools_file_path(&self) -> PathBuf {
+        self.config.tools.file.as_ref().map_or_else(
+            || {
+                user_config_file()
+                    .and_then(|f| f.parent().map(|d| d.join("tools.toml")))
+                    .unwrap_or_else(|| "tools.toml".into())
+            },
+            RelativePathBuf::relative,
+        )
     }
 }
 

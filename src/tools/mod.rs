@@ -6,6 +6,7 @@
 //! can't provide (temperatures in a container, say) is answered with a clear
 //! sentence, not an error.
 
+mod command;
 // The tools' doc comments are what the model reads; rustdoc sections such as
 // `# Errors` would be sent to it too.
 #[allow(clippy::missing_errors_doc)]
@@ -13,6 +14,7 @@ mod system;
 
 use std::sync::Arc;
 
+pub use command::{CommandTool, ParamKind};
 pub use system::{
     cpu_load, disk_usage, memory, network_interfaces, os_info, temperatures, top_processes, uptime,
 };

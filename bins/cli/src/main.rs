@@ -177,6 +177,23 @@ fn load(cli: &Cli) -> anyhow::Result<LoadedConfig> {
     Ok(loaded)
 }
 
+/// The tools the CLI offers: the system tools, then the command tools of the
+/// tools file, if there is one.
+fn all_tools(loaded: &LoadedConfig) -> anyhow::Result<Vec<std::sync::Arc<dyn ferrobot::Tool>>> {
+    let mut tools = ferrobot::tools::system();
+    let file = loaded.tools_file_path();
+    if file.is_file() {
+        let commands =
+            ferrobot::tools::CommandTool::load_file(&file).map_err(anyhow::Error::msg)?;
+        tools.extend(
+            commands
+                .into_iter()
+                .map(|t| std::sync::Arc::new(t) as std::sync::Arc<dyn ferrobot::Tool>),
+        );
+    }
+    Ok(tools)
+}
+
 async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
     let path = loaded.history_path();
     let history = SqliteHistory::open(&path)
@@ -185,7 +202,7 @@ async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
     let settings = &loaded.config.agent;
     let agent = Agent::builder()
         .provider(loaded.provider())
-        .tools(ferrobot::tools::system())
+        .tools(all_tools(loaded)?)
         .system_prompt(settings.system_prompt.clone())
         .max_tool_rounds(settings.max_tool_rounds)
         .tool_timeout(std::time::Duration::from_secs(settings.tool_timeout_secs))
@@ -206,7 +223,7 @@ async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
 
 fn tools(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     let state = ToolState::load(&loaded.tool_state_path())?;
-    for tool in ferrobot::tools::system() {
+    for tool in all_tools(loaded)? {
         let enabled = if state.is_disabled(tool.name()) {
             "disabled"
         } else {

@@ -284,3 +284,87 @@ async fn a_tool_round_runs_a_system_tool_and_disabled_tools_are_not_offered() {
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() {
+    let home = Home::new("commandtools");
+    std::fs::write(
+        home.path().join("work/ferrobot.toml"),
+        "[tools]\nfile = \"my-tools.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("work/my-tools.toml"),
+        r#"
+            [[tool]]
+            name = "say"
+            description = "Say something."
+            command = ["echo", "{text}"]
+            confirm = "Say {text}?"
+            [tool.params.text]
+            type = "string"
+            required = true
+        "#,
+    )
+    .unwrap();
+    assert!(
+        stdout(&home.ferrobot(&["tools"]))
+            .lines()
+            .any(|l| l.starts_with("say"))
+    );
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &wiremock::Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let sse = if body.contains(r#""role":"tool""#) {
+                text_sse("Said.")
+            } else {
+                ferrobot::testing::tool_call_sse(
+                    "c1",
+                    "say",
+                    &serde_json::json!({"text": "hello; rm -rf /"}),
+                )
+            };
+            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    // Without --yes the tool is declined.
+    let declined = home.ferrobot(&["--base-url", &url, "--model", "m", "run", "say hello"]);
+    assert!(
+        stderr(&declined).contains("[declined] Say hello; rm -rf /?"),
+        "{}",
+        stderr(&declined)
+    );
+    let tool_message = |request: &wiremock::Request| {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .unwrap()["content"]
+            .clone()
+    };
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(tool_message(&requests[1]), "Cancelled by user.");
+    // With --yes it runs, and the text stays one argument.
+    let approved = home.ferrobot(&[
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "run",
+        "--yes",
+        "--new",
+        "say hello",
+    ]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(
+        tool_message(&requests[3]),
+        "exit status 0\nhello; rm -rf /\n"
+    );
+}

@@ -1,0 +1,387 @@
+//! Tools that run a program: a command template with named, typed parameters.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::message::ToolSpec;
+use crate::tool::{Tool, ToolContext, ToolError, fill_placeholders};
+
+/// A tool that runs a program with arguments filled from the model's.
+///
+/// The command is an argv, never a shell line: a parameter such as
+/// `"; rm -rf /"` stays one argument. The run is bounded by a time-out, its
+/// output (stdout then stderr) is capped, and the exit status is reported;
+/// a non-zero status is an error result.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tools::{CommandTool, ParamKind};
+/// let ping = CommandTool::new("ping_host", "Ping a host three times.", ["ping", "-c", "3", "{host}"])
+///     .param("host", ParamKind::String, "Host name or address.", true)
+///     .confirm("Ping {host}?");
+/// # let _ = ping;
+/// ```
+#[derive(Debug, Clone)]
+pub struct CommandTool {
+    spec: ToolSpec,
+    command: Vec<String>,
+    params: Vec<Param>,
+    timeout: Duration,
+    max_output: usize,
+    confirm: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Param {
+    name: String,
+    kind: ParamKind,
+    required: bool,
+}
+
+/// The type of a command tool's parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ParamKind {
+    /// Text.
+    String,
+    /// A whole number.
+    Integer,
+    /// A number.
+    Number,
+    /// True or false.
+    Boolean,
+}
+
+impl ParamKind {
+    fn json_type(self) -> &'static str {
+        match self {
+            ParamKind::String => "string",
+            ParamKind::Integer => "integer",
+            ParamKind::Number => "number",
+            ParamKind::Boolean => "boolean",
+        }
+    }
+}
+
+impl CommandTool {
+    /// A tool running `command`, whose elements may hold `{param}` placeholders.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        command: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            spec: ToolSpec::new(
+                name,
+                description,
+                json!({"type": "object", "properties": {}, "required": []}),
+            ),
+            command: command.into_iter().map(Into::into).collect(),
+            params: Vec::new(),
+            timeout: Duration::from_secs(30),
+            max_output: 8_000,
+            confirm: None,
+        }
+    }
+
+    /// Declares a parameter.
+    #[must_use]
+    pub fn param(mut self, name: &str, kind: ParamKind, description: &str, required: bool) -> Self {
+        let schema = &mut self.spec.parameters;
+        schema["properties"][name] = json!({"type": kind.json_type(), "description": description});
+        if required {
+            if let Some(list) = schema["required"].as_array_mut() {
+                list.push(json!(name));
+            }
+        }
+        self.params.push(Param {
+            name: name.to_owned(),
+            kind,
+            required,
+        });
+        self
+    }
+
+    /// Stops the program after this long. By default, 30 s.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Keeps at most this many characters of output. By default, 8,000.
+    #[must_use]
+    pub fn max_output(mut self, chars: usize) -> Self {
+        self.max_output = chars;
+        self
+    }
+
+    /// Asks before each run; `{param}` placeholders are filled in.
+    #[must_use]
+    pub fn confirm(mut self, prompt: impl Into<String>) -> Self {
+        self.confirm = Some(prompt.into());
+        self
+    }
+
+    /// Checks that every placeholder names a declared parameter.
+    fn check(&self) -> Result<(), String> {
+        for element in &self.command {
+            let mut rest = element.as_str();
+            while let Some(open) = rest.find('{') {
+                let Some(close) = rest[open..].find('}') else {
+                    break;
+                };
+                let key = &rest[open + 1..open + close];
+                if !self.params.iter().any(|p| p.name == key) {
+                    return Err(format!(
+                        "`{{{key}}}` in the command of `{}` is not one of its params",
+                        self.spec.name
+                    ));
+                }
+                rest = &rest[open + close + 1..];
+            }
+        }
+        if self.command.is_empty() {
+            return Err(format!("`{}` has an empty command", self.spec.name));
+        }
+        Ok(())
+    }
+
+    /// The arguments as text, each checked against its type.
+    fn values(&self, arguments: &Value) -> Result<Map<String, Value>, ToolError> {
+        let mut values = Map::new();
+        let mut problems = Vec::new();
+        for param in &self.params {
+            match arguments.get(&param.name).filter(|v| !v.is_null()) {
+                None if param.required => problems.push(format!("`{}` is missing", param.name)),
+                None => {
+                    values.insert(param.name.clone(), Value::String(String::new()));
+                }
+                Some(value) => {
+                    let text = match (param.kind, value) {
+                        (ParamKind::String, Value::String(s)) => Some(s.clone()),
+                        (ParamKind::Integer, Value::Number(n)) if n.is_i64() || n.is_u64() => {
+                            Some(n.to_string())
+                        }
+                        (ParamKind::Number, Value::Number(n)) => Some(n.to_string()),
+                        (ParamKind::Boolean, Value::Bool(b)) => Some(b.to_string()),
+                        _ => None,
+                    };
+                    match text {
+                        Some(text) => {
+                            values.insert(param.name.clone(), Value::String(text));
+                        }
+                        None => problems.push(format!(
+                            "`{}`: expected {}, got `{value}`",
+                            param.name,
+                            param.kind.json_type()
+                        )),
+                    }
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(values)
+        } else {
+            Err(ToolError::invalid_arguments(format!(
+                "Invalid arguments for `{}`:\n- {}\nCall it again with arguments that match its schema.",
+                self.spec.name,
+                problems.join("\n- ")
+            )))
+        }
+    }
+
+    async fn run(&self, arguments: Value) -> Result<String, ToolError> {
+        let values = Value::Object(self.values(&arguments)?);
+        let argv: Vec<String> = self
+            .command
+            .iter()
+            .map(|element| fill_placeholders(element, &values))
+            .collect();
+        let child = tokio::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::new(format!("could not start `{}`: {e}", argv[0])))?;
+        let output = match tokio::time::timeout(self.timeout, child.wait_with_output()).await {
+            Ok(output) => {
+                output.map_err(|e| ToolError::new(format!("`{}` failed: {e}", argv[0])))?
+            }
+            Err(_) => {
+                return Err(ToolError::new(format!(
+                    "`{}` did not finish within {:?} and was stopped",
+                    argv[0], self.timeout
+                )));
+            }
+        };
+        let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !stderr.trim().is_empty() {
+            text.push_str("\n[stderr]\n");
+            text.push_str(&stderr);
+        }
+        let length = text.chars().count();
+        if length > self.max_output {
+            let cut = text
+                .char_indices()
+                .nth(self.max_output)
+                .map_or(text.len(), |(i, _)| i);
+            text.truncate(cut);
+            text.push_str(&format!("\n[output cut: {length} characters in all]"));
+        }
+        let status = output.status.code().map_or_else(
+            || "killed by a signal".to_owned(),
+            |c| format!("exit status {c}"),
+        );
+        if output.status.success() {
+            Ok(format!("{status}\n{text}"))
+        } else {
+            Err(ToolError::new(format!("{status}\n{text}")))
+        }
+    }
+
+    /// Reads command tools from a TOML file:
+    ///
+    /// ```toml
+    /// [[tool]]
+    /// name = "ping_host"
+    /// description = "Ping a host three times."
+    /// command = ["ping", "-c", "3", "{host}"]
+    /// timeout = "10s"            # optional; ms, s, m
+    /// max_output = 4000          # optional, characters
+    /// confirm = "Ping {host}?"   # optional; or true
+    /// [tool.params.host]
+    /// type = "string"            # string, integer, number, boolean
+    /// description = "Host name or address."
+    /// required = true
+    /// ```
+    ///
+    /// # Errors
+    /// A message naming the file and what is wrong in it.
+    pub fn load_file(path: &Path) -> Result<Vec<CommandTool>, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("can't read the tools file {}: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Reads command tools from TOML text, as [`load_file`](Self::load_file).
+    ///
+    /// # Errors
+    /// What is wrong in the text.
+    pub fn parse(text: &str) -> Result<Vec<CommandTool>, String> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            #[serde(default)]
+            tool: Vec<Entry>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Entry {
+            name: String,
+            description: String,
+            command: Vec<String>,
+            timeout: Option<String>,
+            max_output: Option<usize>,
+            confirm: Option<Confirm>,
+            #[serde(default)]
+            params: BTreeMap<String, ParamEntry>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Confirm {
+            Ask(bool),
+            Prompt(String),
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct ParamEntry {
+            #[serde(rename = "type")]
+            kind: ParamKind,
+            #[serde(default)]
+            description: String,
+            #[serde(default)]
+            required: bool,
+        }
+        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        file.tool
+            .into_iter()
+            .map(|entry| {
+                let mut tool = CommandTool::new(&entry.name, entry.description, entry.command);
+                for (name, param) in &entry.params {
+                    tool = tool.param(name, param.kind, &param.description, param.required);
+                }
+                if let Some(timeout) = &entry.timeout {
+                    tool = tool.timeout(parse_duration(timeout).ok_or_else(|| {
+                        format!("`timeout = \"{timeout}\"` of `{}`: write e.g. \"500ms\", \"10s\" or \"2m\"", entry.name)
+                    })?);
+                }
+                if let Some(max) = entry.max_output {
+                    tool = tool.max_output(max);
+                }
+                match entry.confirm {
+                    Some(Confirm::Ask(true)) => tool = tool.confirm(format!("Run `{}`?", entry.name)),
+                    Some(Confirm::Prompt(prompt)) => tool = tool.confirm(prompt),
+                    Some(Confirm::Ask(false)) | None => {}
+                }
+                tool.check()?;
+                Ok(tool)
+            })
+            .collect()
+    }
+}
+
+fn parse_duration(text: &str) -> Option<Duration> {
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let number: u64 = text[..split].parse().ok()?;
+    match text[split..].trim() {
+        "ms" => Some(Duration::from_millis(number)),
+        "s" => Some(Duration::from_secs(number)),
+        "m" | "min" => Some(Duration::from_secs(number * 60)),
+        _ => None,
+    }
+}
+
+impl Tool for CommandTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        arguments: Value,
+        _ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<String, ToolError>> {
+        Box::pin(self.run(arguments))
+    }
+
+    fn confirmation(&self, arguments: &Value) -> Option<String> {
+        self.confirm
+            .as_deref()
+            .map(|t| fill_placeholders(t, arguments))
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        // The command's own time-out reports better; give it a moment more.
+        Some(self.timeout + Duration::from_secs(1))
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        let program = &self.command[0];
+        if program.contains('/') || crate::private::on_path(program) {
+            Ok(())
+        } else {
+            Err(format!("needs `{program}`, which is not on PATH here"))
+        }
+    }
+}
