@@ -96,10 +96,8 @@ impl CommandTool {
     pub fn param(mut self, name: &str, kind: ParamKind, description: &str, required: bool) -> Self {
         let schema = &mut self.spec.parameters;
         schema["properties"][name] = json!({"type": kind.json_type(), "description": description});
-        if required {
-            if let Some(list) = schema["required"].as_array_mut() {
-                list.push(json!(name));
-            }
+        if required && let Some(list) = schema["required"].as_array_mut() {
+            list.push(json!(name));
         }
         self.params.push(Param {
             name: name.to_owned(),
