@@ -293,10 +293,12 @@ async fn turn(agent: &Agent, conversation: &str, prompt: &str, json: bool) -> Ex
     let mut stdout = std::io::stdout().lock();
     let mut events = agent.stream(conversation, prompt);
     let mut code = ExitCode::SUCCESS;
+    let mut streamed = false;
     while let Some(event) = events.next().await {
         let line = match event {
             Ok(event) if json => json_event(&event),
             Ok(AgentEvent::TextDelta(text) | AgentEvent::RefusalDelta(text)) => {
+                streamed = true;
                 let _ = write!(stdout, "{text}");
                 let _ = stdout.flush();
                 None
@@ -320,6 +322,10 @@ async fn turn(agent: &Agent, conversation: &str, prompt: &str, json: bool) -> Ex
                 None
             }
             Ok(AgentEvent::Done(reply)) => {
+                // A slash command's output comes whole, not streamed.
+                if !streamed {
+                    let _ = write!(stdout, "{}", reply.text);
+                }
                 if !reply.text.is_empty() && !reply.text.ends_with('\n') {
                     let _ = writeln!(stdout);
                 }

@@ -153,6 +153,10 @@ async fn an_unreachable_server_is_a_friendly_error_and_exit_code_1() {
         stderr(&output)
     );
     assert!(stderr(&output).contains("slash commands still work"));
+    // Slash commands don't need the model.
+    let slash = home.ferrobot(&["--base-url", &url, "run", "/uptime"]);
+    assert!(slash.status.success(), "{}", stderr(&slash));
+    assert!(stdout(&slash).starts_with("up "), "{}", stdout(&slash));
     let doctor = home.ferrobot(&["--base-url", &url, "doctor"]);
     assert_eq!(doctor.status.code(), Some(3));
     assert!(
