@@ -4,7 +4,7 @@
 //! refused); 2 bad configuration or usage; 3 `doctor` found a problem.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -17,7 +17,6 @@ use ferrobot::provider::Provider;
 use ferrobot::{Agent, AgentEvent};
 use futures_util::StreamExt;
 use serde_json::json;
-use tokio::io::AsyncBufReadExt;
 
 /// `println!` that ignores a closed stdout (`ferrobot history list | head`).
 macro_rules! out {
@@ -195,6 +194,22 @@ fn all_tools(loaded: &LoadedConfig) -> anyhow::Result<Vec<std::sync::Arc<dyn fer
 }
 
 async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
+    agent_with(loaded, move |request: ConfirmRequest| async move {
+        if !approve {
+            eprintln!(
+                "[declined] {} (pass --yes to approve tools that ask)",
+                request.prompt
+            );
+        }
+        approve
+    })
+    .await
+}
+
+async fn agent_with(
+    loaded: &LoadedConfig,
+    confirm: impl ferrobot::confirm::ConfirmHandler,
+) -> anyhow::Result<Agent> {
     let path = loaded.history_path();
     let history = SqliteHistory::open(&path)
         .await
@@ -207,15 +222,7 @@ async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
         .max_tool_rounds(settings.max_tool_rounds)
         .tool_timeout(std::time::Duration::from_secs(settings.tool_timeout_secs))
         .history(history)
-        .confirm(move |request: ConfirmRequest| async move {
-            if !approve {
-                eprintln!(
-                    "[declined] {} (pass --yes to approve tools that ask)",
-                    request.prompt
-                );
-            }
-            approve
-        })
+        .confirm(confirm)
         .build();
     ToolState::load(&loaded.tool_state_path())?.apply(&agent);
     Ok(agent)
@@ -290,8 +297,13 @@ async fn run(
 }
 
 async fn turn(agent: &Agent, conversation: &str, prompt: &str, json: bool) -> ExitCode {
-    let mut stdout = std::io::stdout().lock();
     let mut events = agent.stream(conversation, prompt);
+    print_events(&mut events, json).await
+}
+
+/// Prints a turn's events as they come: text on stdout, tool calls on stderr.
+async fn print_events(events: &mut ferrobot::TurnStream, json: bool) -> ExitCode {
+    let mut stdout = std::io::stdout();
     let mut code = ExitCode::SUCCESS;
     let mut streamed = false;
     while let Some(event) = events.next().await {
@@ -375,19 +387,89 @@ fn json_event(event: &AgentEvent) -> Option<serde_json::Value> {
     })
 }
 
-/// A plain line-by-line chat: reads stdin (typed or piped) until `exit` or EOF.
+/// Reads lines for the chat on its own thread (the line editor blocks), for
+/// the prompt and for confirmation questions alike.
+#[derive(Clone)]
+struct Input(std::sync::mpsc::Sender<(String, tokio::sync::oneshot::Sender<Option<String>>)>);
+
+impl Input {
+    /// Starts the editor, with input history kept in `history`.
+    fn start(history: PathBuf) -> anyhow::Result<Self> {
+        let (tx, rx) =
+            std::sync::mpsc::channel::<(String, tokio::sync::oneshot::Sender<Option<String>>)>();
+        let mut editor = rustyline::DefaultEditor::new()?;
+        let _ = editor.load_history(&history);
+        std::thread::spawn(move || {
+            while let Ok((prompt, answer)) = rx.recv() {
+                let line = loop {
+                    match editor.readline(&prompt) {
+                        Ok(line) => break Some(line),
+                        // Ctrl-C at the prompt clears the line.
+                        Err(rustyline::error::ReadlineError::Interrupted) => {}
+                        Err(_) => break None,
+                    }
+                };
+                if let Some(line) = line.as_deref().filter(|l| !l.trim().is_empty()) {
+                    let _ = editor.add_history_entry(line);
+                    if let Some(dir) = history.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    let _ = editor.save_history(&history);
+                }
+                let _ = answer.send(line);
+            }
+        });
+        Ok(Self(tx))
+    }
+
+    /// One line; `None` at the end of input (Ctrl-D, or the end of a pipe).
+    async fn line(&self, prompt: &str) -> Option<String> {
+        let (answer, line) = tokio::sync::oneshot::channel();
+        self.0.send((prompt.to_owned(), answer)).ok()?;
+        line.await.ok().flatten()
+    }
+}
+
+/// The chat: a line editor with persistent input history (it also reads
+/// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits;
+/// tools that ask get a y/N question.
 async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
-    let agent = agent(loaded, false).await?;
+    let data = loaded
+        .history_path()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let input = Input::start(data.join("input_history.txt"))?;
+    let asker = input.clone();
+    let agent = agent_with(loaded, move |request: ConfirmRequest| {
+        let asker = asker.clone();
+        async move {
+            let answer = asker
+                .line(&format!("{} [y/N] ", request.prompt))
+                .await
+                .unwrap_or_default();
+            matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")
+        }
+    })
+    .await?;
     let _watch = ToolState::watch(loaded.tool_state_path(), &agent);
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    while let Some(line) = lines.next_line().await? {
+    while let Some(line) = input.line("› ").await {
         let line = line.trim();
         if line == "exit" || line == "quit" {
             break;
         }
-        if !line.is_empty() {
-            turn(&agent, "cli", line, false).await;
+        if line.is_empty() {
+            continue;
         }
+        let mut events = agent.stream("cli", line);
+        let cancel = events.cancellation();
+        let interrupt = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        });
+        print_events(&mut events, false).await;
+        interrupt.abort();
     }
     Ok(ExitCode::SUCCESS)
 }

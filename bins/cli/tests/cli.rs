@@ -372,3 +372,71 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
         "exit status 0\nhello; rm -rf /\n"
     );
 }
+
+#[tokio::test]
+async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
+    use std::io::Write as _;
+    let home = Home::new("chat");
+    std::fs::write(
+        home.path().join("work/ferrobot.toml"),
+        "[tools]\nfile = \"t.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("work/t.toml"),
+        "[[tool]]\nname = \"say\"\ndescription = \"Say.\"\ncommand = [\"echo\", \"{text}\"]\nconfirm = true\n[tool.params.text]\ntype = \"string\"\nrequired = true\n",
+    )
+    .unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &wiremock::Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let sse = if body.contains(r#""role":"tool""#) {
+                text_sse("Done saying.")
+            } else {
+                ferrobot::testing::tool_call_sse("c1", "say", &serde_json::json!({"text": "hi"}))
+            };
+            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrobot"))
+        .args(["--base-url", &url, "--model", "m"])
+        .current_dir(home.path().join("work"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The question, the answer to the confirmation, then quit.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"say hi please\ny\nexit\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Done saying."),
+        "{}",
+        stdout(&output)
+    );
+    let requests = server.received_requests().await.unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(result["content"], "exit status 0\nhi\n");
+    assert!(
+        home.path()
+            .join("data/ferrobot/input_history.txt")
+            .is_file()
+    );
+}
