@@ -9,6 +9,7 @@ mod commands;
 mod config;
 mod split;
 mod state;
+mod trace;
 
 pub use channel::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
@@ -20,3 +21,4 @@ pub use config::{
 };
 pub use split::{Length, split_message};
 pub use state::ToolState;
+pub use trace::{TurnTrace, append_trace};

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ferrobot::agent::ToolOutcome;
-use ferrobot::bot::{Config, ConfigSource, LoadedConfig, ToolState};
+use ferrobot::bot::{Config, ConfigSource, LoadedConfig, ToolState, TurnTrace, append_trace};
 use ferrobot::confirm::ConfirmRequest;
 use ferrobot::history::{HistoryStore, SqliteHistory};
 use ferrobot::provider::Provider;
@@ -126,13 +126,6 @@ enum HistoryAction {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FERROBOT_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let loaded = match load(&cli) {
         Ok(loaded) => loaded,
         Err(error) => {
@@ -140,6 +133,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    let _log = logging(&loaded);
     let result = match cli.command {
         Some(Command::Run {
             prompt,
@@ -161,6 +155,44 @@ async fn main() -> ExitCode {
         eprintln!("ferrobot: {error:#}");
         ExitCode::from(EXIT_CONFIG)
     })
+}
+
+/// Logs: warnings on the terminal (`FERROBOT_LOG` to change), and everything
+/// at info and above in a daily file under `logs/` beside the history.
+fn logging(loaded: &LoadedConfig) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _, fmt};
+    let console = fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(EnvFilter::try_from_env("FERROBOT_LOG").unwrap_or_else(|_| "warn".into()));
+    let appender = tracing_appender::rolling::Builder::new()
+        .rotation(tracing_appender::rolling::Rotation::DAILY)
+        .filename_prefix("ferrobot")
+        .filename_suffix("log")
+        .max_log_files(14)
+        .build(data_dir(loaded).join("logs"))
+        .ok();
+    let (file, guard) = match appender {
+        Some(appender) => {
+            let (writer, guard) = tracing_appender::non_blocking(appender);
+            (
+                Some(
+                    fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(writer)
+                        .with_filter(EnvFilter::new("info")),
+                ),
+                Some(guard),
+            )
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(console)
+        .with(file)
+        .init();
+    guard
 }
 
 fn load(cli: &Cli) -> anyhow::Result<LoadedConfig> {
@@ -293,20 +325,44 @@ async fn run(
     args: &ConversationArgs,
 ) -> anyhow::Result<ExitCode> {
     let agent = agent(loaded, yes).await?;
-    Ok(turn(&agent, &conversation_id(args), prompt, json).await)
+    Ok(turn(loaded, &agent, &conversation_id(args), prompt, json).await)
 }
 
-async fn turn(agent: &Agent, conversation: &str, prompt: &str, json: bool) -> ExitCode {
+async fn turn(
+    loaded: &LoadedConfig,
+    agent: &Agent,
+    conversation: &str,
+    prompt: &str,
+    json: bool,
+) -> ExitCode {
     let mut events = agent.stream(conversation, prompt);
-    print_events(&mut events, json).await
+    print_events(
+        loaded,
+        &mut events,
+        TurnTrace::new(conversation, prompt),
+        json,
+    )
+    .await
 }
 
 /// Prints a turn's events as they come: text on stdout, tool calls on stderr.
-async fn print_events(events: &mut ferrobot::TurnStream, json: bool) -> ExitCode {
+/// Each turn is also appended to `traces.jsonl` beside the history.
+async fn print_events(
+    loaded: &LoadedConfig,
+    events: &mut ferrobot::TurnStream,
+    mut trace: TurnTrace,
+    json: bool,
+) -> ExitCode {
     let mut stdout = std::io::stdout();
+    let mut outcome: Result<String, String> = Err("the turn ended without a reply".into());
     let mut code = ExitCode::SUCCESS;
     let mut streamed = false;
     while let Some(event) = events.next().await {
+        match &event {
+            Ok(AgentEvent::Done(reply)) => outcome = Ok(reply.text.clone()),
+            Ok(event) => trace.record(event),
+            Err(error) => outcome = Err(error.user_message()),
+        }
         let line = match event {
             Ok(event) if json => json_event(&event),
             Ok(AgentEvent::TextDelta(text) | AgentEvent::RefusalDelta(text)) => {
@@ -358,7 +414,24 @@ async fn print_events(events: &mut ferrobot::TurnStream, json: bool) -> ExitCode
             let _ = writeln!(stdout, "{line}");
         }
     }
+    let record = trace.finish(outcome.as_deref().map_err(String::as_str));
+    if let Err(error) = append_trace(&traces_path(loaded), &record) {
+        tracing::warn!(%error, "could not write the trace");
+    }
     code
+}
+
+/// `traces.jsonl` and `logs/` live beside the history file.
+fn traces_path(loaded: &LoadedConfig) -> PathBuf {
+    data_dir(loaded).join("traces.jsonl")
+}
+
+fn data_dir(loaded: &LoadedConfig) -> PathBuf {
+    loaded
+        .history_path()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// An event as one JSON object, for `run --json`.
@@ -468,7 +541,7 @@ async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
                 cancel.cancel();
             }
         });
-        print_events(&mut events, false).await;
+        print_events(loaded, &mut events, TurnTrace::new("cli", line), false).await;
         interrupt.abort();
     }
     Ok(ExitCode::SUCCESS)

@@ -440,3 +440,35 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
             .is_file()
     );
 }
+
+#[tokio::test]
+async fn each_turn_is_traced_as_one_json_line_and_logged() {
+    let home = Home::new("trace");
+    let server = server(text_sse("Fine.")).await;
+    let url = format!("{}/v1", server.uri());
+    assert!(
+        home.ferrobot(&["--base-url", &url, "--model", "m", "run", "all good?"])
+            .status
+            .success()
+    );
+    assert!(
+        home.ferrobot(&["--base-url", &url, "--model", "m", "run", "/uptime"])
+            .status
+            .success()
+    );
+    let traces = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = traces
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["prompt"], "all good?");
+    assert_eq!(records[0]["reply"], "Fine.");
+    assert_eq!(records[0]["model_calls"][0]["input_tokens"], 10);
+    assert_eq!(records[1]["tool_calls"][0]["name"], "uptime");
+    assert!(records[1]["tool_calls"][0]["duration_ms"].is_u64());
+    let logs = std::fs::read_dir(home.path().join("data/ferrobot/logs"))
+        .unwrap()
+        .count();
+    assert_eq!(logs, 1, "one daily log file");
+}

@@ -1,0 +1,98 @@
+//! One JSON line per turn: what the model was asked, what it called, what
+//! it answered, and how long each step took.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::agent::AgentEvent;
+use crate::message::Usage;
+
+/// Collects a turn's events into one trace record.
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::TurnTrace;
+/// let mut trace = TurnTrace::new("alice", "hi");
+/// let record = trace.finish(Err("LLM unavailable"));
+/// assert_eq!(record["conversation"], "alice");
+/// assert_eq!(record["error"], "LLM unavailable");
+/// ```
+#[derive(Debug)]
+pub struct TurnTrace {
+    started: Instant,
+    record: Value,
+    model_calls: Vec<Value>,
+    tool_calls: Vec<Value>,
+}
+
+impl TurnTrace {
+    /// Starts the trace of a turn of `conversation` asking `prompt`.
+    pub fn new(conversation: &str, prompt: &str) -> Self {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Self {
+            started: Instant::now(),
+            record: json!({"at_ms": at, "conversation": conversation, "prompt": prompt}),
+            model_calls: Vec::new(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// Notes one event.
+    pub fn record(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::Usage(Usage {
+                input_tokens,
+                output_tokens,
+                ..
+            }) => {
+                self.model_calls
+                    .push(json!({"input_tokens": input_tokens, "output_tokens": output_tokens}));
+            }
+            AgentEvent::ToolCallFinished(record) => self.tool_calls.push(json!({
+                "name": record.call.name,
+                "arguments": record.call.arguments,
+                "outcome": format!("{:?}", record.outcome),
+                "duration_ms": record.duration.as_millis() as u64,
+                "result": record.content,
+            })),
+            _ => {}
+        }
+    }
+
+    /// The finished record: the reply's text, or the error's message.
+    pub fn finish(&mut self, outcome: Result<&str, &str>) -> Value {
+        let mut record = self.record.take();
+        record["duration_ms"] = json!(self.started.elapsed().as_millis() as u64);
+        record["model_calls"] = Value::Array(std::mem::take(&mut self.model_calls));
+        record["tool_calls"] = Value::Array(std::mem::take(&mut self.tool_calls));
+        match outcome {
+            Ok(reply) => record["reply"] = json!(reply),
+            Err(error) => record["error"] = json!(error),
+        }
+        record
+    }
+}
+
+/// Appends one record as a line to a `traces.jsonl` file, creating it and
+/// its directory as needed.
+///
+/// # Errors
+/// When the file can't be written.
+pub fn append_trace(path: &Path, record: &Value) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    // One write per line, so concurrent writers never interleave a line.
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(&line)
+}
