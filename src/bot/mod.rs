@@ -21,4 +21,6 @@ pub use config::{
 };
 pub use split::{Length, split_message};
 pub use state::ToolState;
+#[cfg(feature = "tools")]
+pub use state::watch_tools_file;
 pub use trace::{TurnTrace, append_trace};

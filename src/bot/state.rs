@@ -117,3 +117,60 @@ impl ToolState {
         })
     }
 }
+
+/// Keeps an agent's command tools in step with a tools file (see
+/// `CommandTool::load_file`): checked twice a second, tools added, changed
+/// and removed as the file is; a file with mistakes is reported and the
+/// tools stay as they were. Until the returned task is aborted.
+#[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
+pub fn watch_tools_file(path: PathBuf, agent: &Agent) -> tokio::task::JoinHandle<()> {
+    let agent = agent.clone();
+    tokio::spawn(async move {
+        let stamp = |path: &Path| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| (m.modified().ok(), m.len()))
+        };
+        let mut seen = stamp(&path);
+        let mut loaded: Vec<String> = match crate::tools::CommandTool::load_file(&path) {
+            Ok(tools) => tools
+                .iter()
+                .map(|t| crate::tool::Tool::name(t).to_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = stamp(&path);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            let tools = if path.exists() {
+                crate::tools::CommandTool::load_file(&path)
+            } else {
+                Ok(Vec::new())
+            };
+            match tools {
+                Ok(tools) => {
+                    let names: Vec<String> = tools
+                        .iter()
+                        .map(|t| crate::tool::Tool::name(t).to_owned())
+                        .collect();
+                    for old in &loaded {
+                        agent.tools().unregister(old);
+                    }
+                    for tool in tools {
+                        agent.tools().register(tool);
+                    }
+                    tracing::info!(tools = ?names, "tools file reloaded");
+                    loaded = names;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "tools file not reloaded; keeping the tools as they were")
+                }
+            }
+        }
+    })
+}

@@ -63,6 +63,22 @@ impl ToolRegistry {
         inner.rebuild_specs();
     }
 
+    /// Removes the tool called `name`. Returns whether there was one.
+    pub fn unregister(&self, name: &str) -> bool {
+        let mut inner = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        let Some(index) = inner.by_name.remove(name) else {
+            return false;
+        };
+        inner.tools.remove(index);
+        for i in inner.by_name.values_mut() {
+            if *i > index {
+                *i -= 1;
+            }
+        }
+        inner.rebuild_specs();
+        true
+    }
+
     /// The tool called `name`, enabled or not.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());

@@ -144,3 +144,42 @@ async fn a_running_bot_applies_tool_state_changes_within_a_second() {
     watch.abort();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[cfg(feature = "tools")]
+#[tokio::test]
+async fn a_running_bot_follows_the_tools_file() {
+    let dir = std::env::temp_dir().join(format!("ferrobot-toolsfile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tools.toml");
+    let entry = |name: &str| {
+        format!("[[tool]]\nname = \"{name}\"\ndescription = \"d\"\ncommand = [\"true\"]\n")
+    };
+    std::fs::write(&path, entry("first")).unwrap();
+    let agent = Agent::builder()
+        .provider(MockProvider::replying("ok"))
+        .tools(ferrobot::tools::CommandTool::load_file(&path).unwrap())
+        .build();
+    let watch = ferrobot::bot::watch_tools_file(path.clone(), &agent);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    std::fs::write(&path, entry("second") + &entry("third")).unwrap();
+    let started = std::time::Instant::now();
+    while agent.tools().get("second").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the new tools were not loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        agent.tools().get("first").is_none(),
+        "a removed tool is gone"
+    );
+    assert!(agent.tools().get("third").is_some());
+    // A broken file keeps the tools as they were.
+    std::fs::write(&path, "[[tool]]\nname = 3\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(agent.tools().get("second").is_some());
+    watch.abort();
+    let _ = std::fs::remove_dir_all(dir);
+}

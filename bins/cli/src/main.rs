@@ -525,7 +525,8 @@ async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
         }
     })
     .await?;
-    let _watch = ToolState::watch(loaded.tool_state_path(), &agent);
+    let _state = ToolState::watch(loaded.tool_state_path(), &agent);
+    let _tools = ferrobot::bot::watch_tools_file(loaded.tools_file_path(), &agent);
     while let Some(line) = input.line("› ").await {
         let line = line.trim();
         if line == "exit" || line == "quit" {
