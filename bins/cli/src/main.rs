@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use ferrobot::agent::ToolOutcome;
+use ferrobot::agent::{Status, ToolOutcome};
 use ferrobot::bot::{Config, ConfigSource, LoadedConfig, ToolState, TurnTrace, append_trace};
 use ferrobot::confirm::ConfirmRequest;
 use ferrobot::history::{HistoryStore, SqliteHistory};
@@ -24,6 +24,8 @@ macro_rules! out {
         let _ = writeln!(std::io::stdout(), $($t)*);
     }};
 }
+
+mod render;
 
 const EXIT_TURN_FAILED: u8 = 1;
 const EXIT_CONFIG: u8 = 2;
@@ -341,6 +343,7 @@ async fn turn(
         &mut events,
         TurnTrace::new(conversation, prompt),
         json,
+        true,
     )
     .await
 }
@@ -352,7 +355,19 @@ async fn print_events(
     events: &mut ferrobot::TurnStream,
     mut trace: TurnTrace,
     json: bool,
+    show_reasoning: bool,
 ) -> ExitCode {
+    use std::io::IsTerminal as _;
+    // Markdown and the spinner only for a person at a terminal; scripts and
+    // pipes get plain text.
+    let terminal = !json && std::io::stdout().is_terminal();
+    let spinner = terminal.then(render::Spinner::start);
+    let clear = || {
+        if let Some(spinner) = &spinner {
+            spinner.clear();
+        }
+    };
+    let mut blocks = render::Blocks::default();
     let mut stdout = std::io::stdout();
     let mut outcome: Result<String, String> = Err("the turn ended without a reply".into());
     let mut code = ExitCode::SUCCESS;
@@ -365,17 +380,44 @@ async fn print_events(
         }
         let line = match event {
             Ok(event) if json => json_event(&event),
+            Ok(AgentEvent::Status(status)) => {
+                if let Some(spinner) = &spinner {
+                    match status {
+                        Status::Thinking => spinner.show("Thinking…"),
+                        Status::RunningTool { tool } => spinner.show(&format!("Running {tool}…")),
+                        _ => spinner.clear(),
+                    }
+                }
+                None
+            }
             Ok(AgentEvent::TextDelta(text) | AgentEvent::RefusalDelta(text)) => {
+                clear();
                 streamed = true;
-                let _ = write!(stdout, "{text}");
-                let _ = stdout.flush();
+                if terminal {
+                    blocks
+                        .push(&text)
+                        .iter()
+                        .for_each(|block| render::print_block(block));
+                } else {
+                    let _ = write!(stdout, "{text}");
+                    let _ = stdout.flush();
+                }
+                None
+            }
+            Ok(AgentEvent::ReasoningDelta(text)) => {
+                if terminal && show_reasoning {
+                    clear();
+                    render::print_reasoning(&text);
+                }
                 None
             }
             Ok(AgentEvent::ToolCallStarted(call)) => {
+                clear();
                 eprintln!("→ {}({})", call.name, call.arguments);
                 None
             }
             Ok(AgentEvent::ToolCallFinished(record)) => {
+                clear();
                 let mark = if record.outcome == ToolOutcome::Ok {
                     "←"
                 } else {
@@ -390,17 +432,22 @@ async fn print_events(
                 None
             }
             Ok(AgentEvent::Done(reply)) => {
-                // A slash command's output comes whole, not streamed.
-                if !streamed {
+                clear();
+                if let Some(rest) = blocks.finish() {
+                    render::print_block(&rest);
+                } else if !streamed {
+                    // A slash command's output comes whole and is printed
+                    // verbatim, so column layouts survive.
                     let _ = write!(stdout, "{}", reply.text);
                 }
-                if !reply.text.is_empty() && !reply.text.ends_with('\n') {
+                if !terminal && !reply.text.is_empty() && !reply.text.ends_with('\n') {
                     let _ = writeln!(stdout);
                 }
                 None
             }
             Ok(_) => None,
             Err(error) => {
+                clear();
                 code = ExitCode::from(EXIT_TURN_FAILED);
                 if json {
                     Some(json!({"type": "error", "message": error.user_message()}))
@@ -414,6 +461,7 @@ async fn print_events(
             let _ = writeln!(stdout, "{line}");
         }
     }
+    clear();
     let record = trace.finish(outcome.as_deref().map_err(String::as_str));
     if let Err(error) = append_trace(&traces_path(loaded), &record) {
         tracing::warn!(%error, "could not write the trace");
@@ -527,10 +575,19 @@ async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     .await?;
     let _state = ToolState::watch(loaded.tool_state_path(), &agent);
     let _tools = ferrobot::bot::watch_tools_file(loaded.tools_file_path(), &agent);
+    let mut show_reasoning = true;
     while let Some(line) = input.line("› ").await {
         let line = line.trim();
         if line == "exit" || line == "quit" {
             break;
+        }
+        if line == ":reasoning" {
+            show_reasoning = !show_reasoning;
+            eprintln!(
+                "reasoning {}",
+                if show_reasoning { "shown" } else { "hidden" }
+            );
+            continue;
         }
         if line.is_empty() {
             continue;
@@ -542,7 +599,14 @@ async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
                 cancel.cancel();
             }
         });
-        print_events(loaded, &mut events, TurnTrace::new("cli", line), false).await;
+        print_events(
+            loaded,
+            &mut events,
+            TurnTrace::new("cli", line),
+            false,
+            show_reasoning,
+        )
+        .await;
         interrupt.abort();
     }
     Ok(ExitCode::SUCCESS)

@@ -472,3 +472,65 @@ async fn each_turn_is_traced_as_one_json_line_and_logged() {
         .count();
     assert_eq!(logs, 1, "one daily log file");
 }
+
+/// The chat in a real pseudo-terminal: the answer rendered as it streams, a
+/// confirmation answered, Ctrl-C cancelling a slow turn, then `exit`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_in_a_terminal() {
+    use expectrl::{ControlCode, Expect, Session};
+    use std::time::Duration;
+    let home = Home::new("pty");
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &wiremock::Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let last_user = body.rfind(r#""role":"user""#).unwrap_or(0);
+            if body[last_user..].contains("slow please") {
+                ResponseTemplate::new(200)
+                    .set_delay(Duration::from_secs(30))
+                    .set_body_raw(text_sse("too late"), "text/event-stream")
+            } else if body.contains(r#""role":"tool""#) {
+                ResponseTemplate::new(200)
+                    .set_body_raw(text_sse("The machine is **up**."), "text/event-stream")
+            } else {
+                let sse = ferrobot::testing::tool_call_sse("c1", "uptime", &serde_json::json!({}));
+                ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+            }
+        })
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ferrobot"));
+    command
+        .args(["--base-url", &url, "--model", "m"])
+        .current_dir(home.path().join("work"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("TERM", "xterm");
+    let transcript = tokio::task::spawn_blocking(move || {
+        let mut session = Session::spawn(command).unwrap();
+        session.set_expect_timeout(Some(Duration::from_secs(15)));
+        session.expect("› ").unwrap();
+        session.send_line("is it up?").unwrap();
+        session.expect("→ uptime").unwrap();
+        // The bold text arrives rendered, without its asterisks.
+        let answer = session.expect("› ").unwrap();
+        let answer = String::from_utf8_lossy(answer.before()).into_owned();
+        assert!(answer.contains("The machine is"), "{answer:?}");
+        assert!(
+            !answer.contains("**up**"),
+            "Markdown was not rendered: {answer:?}"
+        );
+        session.send_line("slow please").unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        session.send(ControlCode::EndOfText).unwrap();
+        session.expect("Cancelled.").unwrap();
+        session.expect("› ").unwrap();
+        session.send_line("exit").unwrap();
+        session.expect(expectrl::Eof).unwrap();
+    })
+    .await;
+    transcript.unwrap();
+    let stored = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
+    assert!(stored.contains(r#""error":"Cancelled.""#), "{stored}");
+}
