@@ -50,6 +50,9 @@ struct Cli {
     /// The environment variable holding the API key (`llm.api_key_env`).
     #[arg(long, global = true)]
     api_key_env: Option<String>,
+    /// For the chat: which conversation to continue, or a fresh one.
+    #[command(flatten)]
+    conversation: ConversationArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -151,7 +154,7 @@ async fn main() -> ExitCode {
             action: ConfigAction::Check,
         }) => Ok(config_check(&loaded)),
         Some(Command::History { action }) => history(&loaded, action).await,
-        None => chat(&loaded).await,
+        None => chat(&loaded, &conversation_id(&cli.conversation)).await,
     };
     result.unwrap_or_else(|error| {
         eprintln!("ferrobot: {error:#}");
@@ -168,12 +171,15 @@ fn logging(loaded: &LoadedConfig) -> Option<tracing_appender::non_blocking::Work
     let console = fmt::layer()
         .with_writer(std::io::stderr)
         .with_filter(EnvFilter::try_from_env("FERROBOT_LOG").unwrap_or_else(|_| "warn".into()));
+    let logs = data_dir(loaded).join("logs");
+    // The appender prunes old files from the directory, so it must exist first.
+    let _ = std::fs::create_dir_all(&logs);
     let appender = tracing_appender::rolling::Builder::new()
         .rotation(tracing_appender::rolling::Rotation::DAILY)
         .filename_prefix("ferrobot")
         .filename_suffix("log")
         .max_log_files(14)
-        .build(data_dir(loaded).join("logs"))
+        .build(logs)
         .ok();
     let (file, guard) = match appender {
         Some(appender) => {
@@ -554,7 +560,7 @@ impl Input {
 /// The chat: a line editor with persistent input history (it also reads
 /// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits;
 /// tools that ask get a y/N question.
-async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
+async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::Result<ExitCode> {
     let data = loaded
         .history_path()
         .parent()
@@ -574,6 +580,14 @@ async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     })
     .await?;
     let _state = ToolState::watch(loaded.tool_state_path(), &agent);
+    // Say up front when the model is out of reach; slash commands still work.
+    let health = agent.provider().health().await;
+    if !health.is_ok() {
+        eprintln!(
+            "LLM unavailable: {} — slash commands still work (type /help)",
+            health.detail.unwrap_or_else(|| "no answer".into())
+        );
+    }
     let _tools = ferrobot::bot::watch_tools_file(loaded.tools_file_path(), &agent);
     let mut show_reasoning = true;
     while let Some(line) = input.line("› ").await {
@@ -592,7 +606,7 @@ async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
         if line.is_empty() {
             continue;
         }
-        let mut events = agent.stream("cli", line);
+        let mut events = agent.stream(conversation, line);
         let cancel = events.cancellation();
         let interrupt = tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -602,7 +616,7 @@ async fn chat(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
         print_events(
             loaded,
             &mut events,
-            TurnTrace::new("cli", line),
+            TurnTrace::new(conversation, line),
             false,
             show_reasoning,
         )

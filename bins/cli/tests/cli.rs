@@ -425,7 +425,14 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
         "{}",
         stdout(&output)
     );
-    let requests = server.received_requests().await.unwrap();
+    // The chat probes the server first (GET /models); the turn's requests follow.
+    let requests: Vec<_> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .collect();
     let body: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
     let result = body["messages"]
         .as_array()
