@@ -487,12 +487,33 @@ async fn the_chat_in_a_terminal() {
     use expectrl::{ControlCode, Expect, Session};
     use std::time::Duration;
     let home = Home::new("pty");
+    std::fs::write(
+        home.path().join("work/ferrobot.toml"),
+        "[tools]\nfile = \"t.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("work/t.toml"),
+        "[[tool]]\nname = \"say\"\ndescription = \"Say.\"\ncommand = [\"echo\", \"{text}\"]\nconfirm = \"Say {text}?\"\n[tool.params.text]\ntype = \"string\"\nrequired = true\n",
+    )
+    .unwrap();
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(|request: &wiremock::Request| {
             let body = String::from_utf8_lossy(&request.body);
             let last_user = body.rfind(r#""role":"user""#).unwrap_or(0);
-            if body[last_user..].contains("slow please") {
+            if body[last_user..].contains("say it")
+                && !body[last_user..].contains(r#""role":"tool""#)
+            {
+                let sse = ferrobot::testing::tool_call_sse(
+                    "c2",
+                    "say",
+                    &serde_json::json!({"text": "hello"}),
+                );
+                ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+            } else if body[last_user..].contains("say it") {
+                ResponseTemplate::new(200).set_body_raw(text_sse("I said it."), "text/event-stream")
+            } else if body[last_user..].contains("slow please") {
                 ResponseTemplate::new(200)
                     .set_delay(Duration::from_secs(30))
                     .set_body_raw(text_sse("too late"), "text/event-stream")
@@ -528,6 +549,11 @@ async fn the_chat_in_a_terminal() {
             !answer.contains("**up**"),
             "Markdown was not rendered: {answer:?}"
         );
+        session.send_line("say it").unwrap();
+        session.expect("Say hello? [y/N]").unwrap();
+        session.send_line("y").unwrap();
+        session.expect("I said it.").unwrap();
+        session.expect("› ").unwrap();
         session.send_line("slow please").unwrap();
         std::thread::sleep(Duration::from_millis(800));
         session.send(ControlCode::EndOfText).unwrap();
