@@ -94,28 +94,38 @@ impl ToolState {
     /// second), until the returned task is aborted.
     pub fn watch(path: PathBuf, agent: &Agent) -> tokio::task::JoinHandle<()> {
         let agent = agent.clone();
-        tokio::spawn(async move {
-            // The modification time and length: a change to either is a new
-            // state, even on filesystems with coarse timestamps.
-            let stamp = |path: &Path| {
-                std::fs::metadata(path)
-                    .ok()
-                    .map(|m| (m.modified().ok(), m.len()))
-            };
-            let mut seen: Option<Option<(Option<SystemTime>, u64)>> = None;
-            loop {
-                let now = stamp(&path);
-                if seen.as_ref() != Some(&now) {
-                    seen = Some(now);
-                    match Self::load(&path) {
-                        Ok(state) => state.apply(&agent),
-                        Err(error) => tracing::warn!(%error, "tool state not applied"),
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
+        follow(path, true, move |path| match Self::load(path) {
+            Ok(state) => state.apply(&agent),
+            Err(error) => tracing::warn!(%error, "tool state not applied"),
         })
     }
+}
+
+/// Calls `changed` (at once, if `at_start`) and whenever the file's
+/// modification time or length changes, checked twice a second: a change to
+/// either counts, even on filesystems with coarse timestamps. Polling keeps
+/// this dependency-free and works the same on every platform and filesystem.
+fn follow(
+    path: PathBuf,
+    at_start: bool,
+    mut changed: impl FnMut(&Path) + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let stamp = |path: &Path| {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| (m.modified().ok(), m.len()))
+    };
+    tokio::spawn(async move {
+        let mut seen: Option<Option<(Option<SystemTime>, u64)>> = (!at_start).then(|| stamp(&path));
+        loop {
+            let now = stamp(&path);
+            if seen.as_ref() != Some(&now) {
+                seen = Some(now);
+                changed(&path);
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
 }
 
 /// Keeps an agent's command tools in step with a tools file (see
@@ -126,50 +136,35 @@ impl ToolState {
 #[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub fn watch_tools_file(path: PathBuf, agent: &Agent) -> tokio::task::JoinHandle<()> {
     let agent = agent.clone();
-    tokio::spawn(async move {
-        let stamp = |path: &Path| {
-            std::fs::metadata(path)
-                .ok()
-                .map(|m| (m.modified().ok(), m.len()))
+    let names = |tools: &[crate::tools::CommandTool]| -> Vec<String> {
+        tools
+            .iter()
+            .map(|t| crate::tool::Tool::name(t).to_owned())
+            .collect()
+    };
+    let mut loaded = crate::tools::CommandTool::load_file(&path)
+        .map(|t| names(&t))
+        .unwrap_or_default();
+    follow(path, false, move |path| {
+        let tools = if path.exists() {
+            crate::tools::CommandTool::load_file(path)
+        } else {
+            Ok(Vec::new())
         };
-        let mut seen = stamp(&path);
-        let mut loaded: Vec<String> = match crate::tools::CommandTool::load_file(&path) {
-            Ok(tools) => tools
-                .iter()
-                .map(|t| crate::tool::Tool::name(t).to_owned())
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        loop {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let now = stamp(&path);
-            if now == seen {
-                continue;
+        match tools {
+            Ok(tools) => {
+                let now = names(&tools);
+                for old in &loaded {
+                    agent.tools().unregister(old);
+                }
+                for tool in tools {
+                    agent.tools().register(tool);
+                }
+                tracing::info!(tools = ?now, "tools file reloaded");
+                loaded = now;
             }
-            seen = now;
-            let tools = if path.exists() {
-                crate::tools::CommandTool::load_file(&path)
-            } else {
-                Ok(Vec::new())
-            };
-            match tools {
-                Ok(tools) => {
-                    let names: Vec<String> = tools
-                        .iter()
-                        .map(|t| crate::tool::Tool::name(t).to_owned())
-                        .collect();
-                    for old in &loaded {
-                        agent.tools().unregister(old);
-                    }
-                    for tool in tools {
-                        agent.tools().register(tool);
-                    }
-                    tracing::info!(tools = ?names, "tools file reloaded");
-                    loaded = names;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "tools file not reloaded; keeping the tools as they were")
-                }
+            Err(error) => {
+                tracing::warn!(%error, "tools file not reloaded; keeping the tools as they were")
             }
         }
     })

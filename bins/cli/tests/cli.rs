@@ -63,6 +63,29 @@ async fn server(body: String) -> MockServer {
     server
 }
 
+/// A model server that asks for one tool call, then answers `answer` once
+/// the tool's result comes back.
+async fn tool_round_server(
+    tool: &'static str,
+    arguments: serde_json::Value,
+    answer: &'static str,
+) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(move |request: &wiremock::Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let sse = if body.contains(r#""role":"tool""#) {
+                text_sse(answer)
+            } else {
+                ferrobot::testing::tool_call_sse("c1", tool, &arguments)
+            };
+            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
 #[tokio::test]
 async fn run_prints_the_answer_and_remembers_the_conversation() {
     let home = Home::new("run");
@@ -241,19 +264,7 @@ fn tools_can_be_listed_disabled_and_enabled() {
 #[tokio::test]
 async fn a_tool_round_runs_a_system_tool_and_disabled_tools_are_not_offered() {
     let home = Home::new("toolround");
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|request: &wiremock::Request| {
-            let body = String::from_utf8_lossy(&request.body);
-            let sse = if body.contains(r#""role":"tool""#) {
-                text_sse("Up and running.")
-            } else {
-                ferrobot::testing::tool_call_sse("c1", "uptime", &serde_json::json!({}))
-            };
-            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
-        })
-        .mount(&server)
-        .await;
+    let server = tool_round_server("uptime", serde_json::json!({}), "Up and running.").await;
     let url = format!("{}/v1", server.uri());
     assert!(home.ferrobot(&["disable", "memory"]).status.success());
     let output = home.ferrobot(&["--base-url", &url, "--model", "m", "run", "is it up?"]);
@@ -316,23 +327,12 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
             .lines()
             .any(|l| l.starts_with("say"))
     );
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|request: &wiremock::Request| {
-            let body = String::from_utf8_lossy(&request.body);
-            let sse = if body.contains(r#""role":"tool""#) {
-                text_sse("Said.")
-            } else {
-                ferrobot::testing::tool_call_sse(
-                    "c1",
-                    "say",
-                    &serde_json::json!({"text": "hello; rm -rf /"}),
-                )
-            };
-            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
-        })
-        .mount(&server)
-        .await;
+    let server = tool_round_server(
+        "say",
+        serde_json::json!({"text": "hello; rm -rf /"}),
+        "Said.",
+    )
+    .await;
     let url = format!("{}/v1", server.uri());
     // Without --yes the tool is declined.
     let declined = home.ferrobot(&["--base-url", &url, "--model", "m", "run", "say hello"]);
@@ -387,19 +387,7 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
         "[[tool]]\nname = \"say\"\ndescription = \"Say.\"\ncommand = [\"echo\", \"{text}\"]\nconfirm = true\n[tool.params.text]\ntype = \"string\"\nrequired = true\n",
     )
     .unwrap();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|request: &wiremock::Request| {
-            let body = String::from_utf8_lossy(&request.body);
-            let sse = if body.contains(r#""role":"tool""#) {
-                text_sse("Done saying.")
-            } else {
-                ferrobot::testing::tool_call_sse("c1", "say", &serde_json::json!({"text": "hi"}))
-            };
-            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
-        })
-        .mount(&server)
-        .await;
+    let server = tool_round_server("say", serde_json::json!({"text": "hi"}), "Done saying.").await;
     let url = format!("{}/v1", server.uri());
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferrobot"))
         .args(["--base-url", &url, "--model", "m"])
