@@ -12,6 +12,8 @@
 
 pub(crate) mod assemble;
 mod error;
+#[cfg(feature = "__http")]
+pub(crate) mod http;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;

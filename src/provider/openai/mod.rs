@@ -15,6 +15,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
 use self::decode::Decoder;
+use super::http::{build_client, check_status, redact, transport_error};
 use super::staged::Staged;
 use super::{ChatRequest, EventStream, Health, ProviderError, RetryPolicy, StreamEvent};
 
@@ -404,33 +405,6 @@ impl super::Provider for OpenAiCompatible {
     }
 }
 
-fn transport_error(endpoint: &str, read_timeout: Duration, e: reqwest::Error) -> ProviderError {
-    let e = e.without_url();
-    if e.is_timeout() {
-        ProviderError::Timeout {
-            endpoint: endpoint.to_owned(),
-            after: read_timeout,
-        }
-    } else {
-        ProviderError::Connect {
-            endpoint: endpoint.to_owned(),
-            source: Box::new(e),
-        }
-    }
-}
-
-/// The URL without `user:password@`, for messages and logs.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_owned(),
-    }
-}
-
 /// Whether `/models` lists the model; Ollama lists `llama3` as `llama3:latest`.
 fn model_listed(models: &Value, model: &str) -> Option<bool> {
     let data = models.get("data")?.as_array()?;
@@ -438,58 +412,6 @@ fn model_listed(models: &Value, model: &str) -> Option<bool> {
         data.iter()
             .filter_map(|m| m.get("id")?.as_str())
             .any(|id| id == model || id.strip_suffix(":latest") == Some(model)),
-    )
-}
-
-/// The HTTP client. The read time-out is kept by ferrobot, not reqwest:
-/// reqwest re-arms a timer for every body frame, which cost a streamed turn
-/// more than parsing it did; [`SseEvents`] re-arms only when its timer fires.
-fn build_client(connect: Duration) -> Result<reqwest::Client, String> {
-    // reqwest is built without a bundled crypto provider; ring is ours. If
-    // the application installed another one first, that one is kept.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .connect_timeout(connect)
-        .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| format!("could not build the HTTP client: {e}"))
-}
-
-/// Passes a successful response through; turns any other into an error that
-/// carries the server's own message and its `Retry-After`.
-async fn check_status(response: reqwest::Response) -> Result<reqwest::Response, ProviderError> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
-    let retry_after = retry_after(response.headers());
-    let body = response.text().await.unwrap_or_default();
-    Err(ProviderError::Status {
-        status: status.as_u16(),
-        message: wire::error_message(&body),
-        retry_after,
-    })
-}
-
-/// `retry-after-ms` (`OpenAI`), else `Retry-After` in seconds or as an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
-    }
-    let value = header("retry-after")?;
-    if let Ok(secs) = value.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.max(0.0)));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
     )
 }
 

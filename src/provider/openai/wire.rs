@@ -391,55 +391,10 @@ impl From<WireUsage> for Usage {
     }
 }
 
-/// The server's own words from an error body: `{"error": {"message": …}}`,
-/// `{"error": "…"}`, `{"message": …}` or `{"detail": …}`; else the body's start.
-pub(super) fn error_message(body: &str) -> String {
-    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
-        let error = v.get("error").unwrap_or(&v);
-        error
-            .get("message")
-            .or_else(|| error.get("detail"))
-            .unwrap_or(error)
-            .as_str()
-            .map(str::to_owned)
-    });
-    from_json.unwrap_or_else(|| {
-        let body = body.trim();
-        match body.char_indices().nth(500) {
-            Some((cut, _)) => format!("{}…", &body[..cut]),
-            None if body.is_empty() => "(empty body)".to_owned(),
-            None => body.to_owned(),
-        }
-    })
-}
-
 /// The message of an `{"error": …}` object found inside a stream.
 pub(super) fn stream_error_message(error: &Value) -> String {
     error
         .get("message")
         .and_then(Value::as_str)
         .map_or_else(|| error.to_string(), str::to_owned)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn error_messages_come_from_every_common_shape() {
-        assert_eq!(
-            error_message(r#"{"error":{"message":"bad key","type":"auth"}}"#),
-            "bad key"
-        );
-        assert_eq!(
-            error_message(r#"{"error":"model \"x\" not found"}"#),
-            "model \"x\" not found"
-        );
-        assert_eq!(
-            error_message(r#"{"object":"error","message":"too long"}"#),
-            "too long"
-        );
-        assert_eq!(error_message("Bad Gateway"), "Bad Gateway");
-        assert_eq!(error_message(""), "(empty body)");
-    }
 }

@@ -1,0 +1,138 @@
+//! What the HTTP dialects share: the client, status and transport errors,
+//! `Retry-After`, and keeping credentials out of messages.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::ProviderError;
+
+pub(crate) fn transport_error(
+    endpoint: &str,
+    read_timeout: Duration,
+    e: reqwest::Error,
+) -> ProviderError {
+    let e = e.without_url();
+    if e.is_timeout() {
+        ProviderError::Timeout {
+            endpoint: endpoint.to_owned(),
+            after: read_timeout,
+        }
+    } else {
+        ProviderError::Connect {
+            endpoint: endpoint.to_owned(),
+            source: Box::new(e),
+        }
+    }
+}
+
+/// The URL without `user:password@`, for messages and logs.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The server's own words from an error body: `{"error": {"message": …}}`,
+/// `{"error": "…"}`, `{"message": …}` or `{"detail": …}`; else the body's start.
+pub(crate) fn error_message(body: &str) -> String {
+    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        let error = v.get("error").unwrap_or(&v);
+        error
+            .get("message")
+            .or_else(|| error.get("detail"))
+            .unwrap_or(error)
+            .as_str()
+            .map(str::to_owned)
+    });
+    from_json.unwrap_or_else(|| {
+        let body = body.trim();
+        match body.char_indices().nth(500) {
+            Some((cut, _)) => format!("{}…", &body[..cut]),
+            None if body.is_empty() => "(empty body)".to_owned(),
+            None => body.to_owned(),
+        }
+    })
+}
+
+/// The HTTP client. The read time-out is kept by ferrobot, not reqwest:
+/// reqwest re-arms a timer for every body frame, which cost a streamed turn
+/// more than parsing it did; each dialect re-arms its own only when it fires.
+pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String> {
+    // reqwest is built without a bundled crypto provider; ring is ours. If
+    // the application installed another one first, that one is kept.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(connect)
+        .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("could not build the HTTP client: {e}"))
+}
+
+/// Passes a successful response through; turns any other into an error that
+/// carries the server's own message and its `Retry-After`.
+pub(crate) async fn check_status(
+    response: reqwest::Response,
+) -> Result<reqwest::Response, ProviderError> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = retry_after(response.headers());
+    let body = response.text().await.unwrap_or_default();
+    Err(ProviderError::Status {
+        status: status.as_u16(),
+        message: error_message(&body),
+        retry_after,
+    })
+}
+
+/// `retry-after-ms` (`OpenAI`), else `Retry-After` in seconds or as an HTTP date.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    }
+    let value = header("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return Some(Duration::from_secs_f64(secs.max(0.0)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_come_from_every_common_shape() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","type":"auth"}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            error_message(r#"{"error":"model \"x\" not found"}"#),
+            "model \"x\" not found"
+        );
+        assert_eq!(
+            error_message(r#"{"object":"error","message":"too long"}"#),
+            "too long"
+        );
+        assert_eq!(error_message("Bad Gateway"), "Bad Gateway");
+        assert_eq!(error_message(""), "(empty body)");
+    }
+}
