@@ -9,7 +9,7 @@ use figment::{Figment, Profile};
 use serde::{Deserialize, Serialize};
 
 /// The dialects a config may name in `llm.provider`.
-pub const PROVIDERS: [&str; 1] = ["openai"];
+pub const PROVIDERS: [&str; 2] = ["openai", "ollama"];
 
 /// A bot's settings, layered: built-in defaults, then a config file (`-c
 /// FILE`, else `./ferrobot.toml`, else the per-user config dir), then
@@ -451,20 +451,31 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, Strin
 
 #[cfg(feature = "openai")]
 impl LoadedConfig {
-    /// The provider the `[llm]` section describes. The API key comes from
+    /// The provider the `[llm]` section describes: `openai` (any
+    /// OpenAI-compatible server) or `ollama` (Ollama's native API; a base URL
+    /// ending in `/v1` is taken as the server's root). The API key comes from
     /// `llm.api_key`, else from the variable `llm.api_key_env` names.
-    pub fn provider(&self) -> crate::provider::OpenAiCompatible {
+    pub fn provider(&self) -> std::sync::Arc<dyn crate::provider::Provider> {
         let llm = &self.config.llm;
+        #[cfg(feature = "ollama")]
+        if llm.provider == "ollama" {
+            let root = llm.base_url.trim_end_matches('/').trim_end_matches("/v1");
+            let mut ollama = crate::provider::Ollama::new(root).model(&llm.model);
+            if let Some(temperature) = llm.temperature {
+                ollama = ollama.option("temperature", serde_json::json!(temperature));
+            }
+            return std::sync::Arc::new(ollama);
+        }
         let mut provider = crate::provider::OpenAiCompatible::new(&llm.base_url)
             .model(&llm.model)
             .streaming(llm.streaming);
         if let Some(temperature) = llm.temperature {
             provider = provider.temperature(temperature);
         }
-        match (&llm.api_key, &llm.api_key_env) {
+        std::sync::Arc::new(match (&llm.api_key, &llm.api_key_env) {
             (Some(key), _) => provider.api_key(key.expose()),
             (None, Some(variable)) => provider.api_key_env(variable),
             (None, None) => provider,
-        }
+        })
     }
 }

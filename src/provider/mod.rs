@@ -14,6 +14,8 @@ pub(crate) mod assemble;
 mod error;
 #[cfg(feature = "__http")]
 pub(crate) mod http;
+#[cfg(feature = "ollama")]
+mod ollama;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;
@@ -30,6 +32,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use assemble::{Assembled, Assembler};
 pub use error::ProviderError;
+#[cfg(feature = "ollama")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ollama")))]
+pub use ollama::Ollama;
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::OpenAiCompatible;

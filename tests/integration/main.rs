@@ -24,6 +24,9 @@ mod context;
 // loopback server and compares the assembled message with `expected.json`.
 #[cfg(feature = "openai")]
 mod conformance;
+// `Ollama`, the native dialect: corpus replay, a tool round, errors, health.
+#[cfg(all(feature = "ollama", feature = "openai"))]
+mod ollama;
 // `OpenAiCompatible` over wiremock: server quirks, errors, retries, the
 // request bodies sent (insta snapshots), health.
 #[cfg(feature = "openai")]

@@ -555,3 +555,31 @@ async fn the_chat_in_a_terminal() {
     let stored = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
     assert!(stored.contains(r#""error":"Cancelled.""#), "{stored}");
 }
+
+#[tokio::test]
+async fn the_ollama_dialect_is_chosen_by_name() {
+    let home = Home::new("ollama");
+    let server = MockServer::start().await;
+    let line = serde_json::json!({"message": {"role": "assistant", "content": "Native hello."}, "done": true, "done_reason": "stop", "prompt_eval_count": 3, "eval_count": 2});
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(format!("{line}\n"), "application/x-ndjson"),
+        )
+        .mount(&server)
+        .await;
+    // A base URL ending in /v1 (the OpenAI-compatible default) still finds /api/chat.
+    let url = format!("{}/v1", server.uri());
+    let output = home.ferrobot(&[
+        "--provider",
+        "ollama",
+        "--base-url",
+        &url,
+        "--model",
+        "llama3.2",
+        "run",
+        "hi",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Native hello.\n");
+}

@@ -1,0 +1,198 @@
+//! `Ollama`, the native `/api/chat` dialect, over loopback HTTP.
+
+use ferrobot::provider::{FinishReason, Ollama, RetryPolicy};
+use ferrobot::tool::from_fn;
+use ferrobot::{Agent, Message};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support::{assemble, corpus};
+
+/// Replays every recording of corpus/05 and compares with `expected.json`.
+#[tokio::test]
+async fn ollama_recordings_assemble_as_recorded() {
+    let Some(dir) = corpus("05_ollama_chat_ndjson") else {
+        return;
+    };
+    let mut items: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    items.sort();
+    for item in items {
+        let name = item.file_name().unwrap().to_string_lossy().into_owned();
+        let expected: Value =
+            serde_json::from_slice(&std::fs::read(item.join("expected.json")).unwrap()).unwrap();
+        let (body, status) = match std::fs::read(item.join("response.txt")) {
+            Ok(body) => (body, 200),
+            Err(_) => {
+                // A whole (stream: false) answer is one NDJSON line too.
+                let whole: Value =
+                    serde_json::from_slice(&std::fs::read(item.join("response.json")).unwrap())
+                        .unwrap();
+                let status = expected["http_status"].as_u64().unwrap_or(200) as u16;
+                (whole.to_string().into_bytes(), status)
+            }
+        };
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/api/chat"))
+            .respond_with(ResponseTemplate::new(status).set_body_raw(body, "application/x-ndjson"))
+            .mount(&server)
+            .await;
+        let provider = Ollama::new(server.uri())
+            .model("recorded")
+            .retry(RetryPolicy::none());
+        let got = assemble(&provider, &[Message::user("replay")]).await;
+        if let Some(error) = expected.get("error").and_then(Value::as_str) {
+            let shown = got.unwrap_err().chain();
+            assert!(shown.contains(error), "{name}: {shown}");
+            continue;
+        }
+        let got = got.unwrap_or_else(|e| panic!("{name}: {}", e.chain()));
+        assert_eq!(
+            got.message.text(),
+            expected["content"].as_str().unwrap_or_default(),
+            "{name}: content"
+        );
+        assert_eq!(
+            got.message.reasoning().unwrap_or_default(),
+            expected["reasoning"].as_str().unwrap_or_default(),
+            "{name}"
+        );
+        let calls: Vec<(String, Value)> = got
+            .message
+            .tool_calls()
+            .map(|c| (c.name.clone(), c.arguments.clone()))
+            .collect();
+        let want: Vec<(String, Value)> = expected["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["arguments"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(calls, want, "{name}: tool calls");
+        let finish = match expected["finish_reason"].as_str() {
+            Some("stop") if !want.is_empty() => FinishReason::ToolCalls,
+            Some(raw) => FinishReason::from_raw(raw),
+            None => FinishReason::Stop,
+        };
+        assert_eq!(got.finish, Some(finish), "{name}: finish");
+        let usage = got.usage.unwrap();
+        assert_eq!(
+            usage.input_tokens,
+            expected["usage"]["prompt_eval_count"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            usage.output_tokens,
+            expected["usage"]["eval_count"].as_u64().unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_tool_round_over_the_native_api() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .respond_with(|request: &Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let lines = if body.contains(r#""role":"tool""#) {
+                [
+                    json!({"message": {"role": "assistant", "content": "", "thinking": "It said 5."}, "done": false}),
+                    json!({"message": {"role": "assistant", "content": "2 + 3 = 5"}, "done": false}),
+                    json!({"message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop", "prompt_eval_count": 30, "eval_count": 7}),
+                ]
+            } else {
+                [
+                    json!({"message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "add", "arguments": {"a": 2, "b": 3}}}]}, "done": false}),
+                    json!({"message": {"role": "assistant", "content": ""}, "done": false}),
+                    json!({"message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop", "prompt_eval_count": 20, "eval_count": 9}),
+                ]
+            };
+            let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson")
+        })
+        .mount(&server)
+        .await;
+    let add = from_fn("add", "Add.", |v: Value, _| async move {
+        v["a"].as_i64().unwrap_or(0) + v["b"].as_i64().unwrap_or(0)
+    });
+    let agent = Agent::builder()
+        .provider(
+            Ollama::new(server.uri())
+                .model("qwen3:8b")
+                .think(true)
+                .option("num_ctx", json!(8192)),
+        )
+        .system_prompt("Add.")
+        .tool(add)
+        .build();
+    let reply = agent.handle("a", "2 + 3?").await.unwrap();
+    assert_eq!(reply.text, "2 + 3 = 5");
+    assert_eq!(reply.reasoning.as_deref(), Some("It said 5."));
+    assert_eq!(reply.usage.input_tokens, 50);
+    let requests = server.received_requests().await.unwrap();
+    let bodies: Vec<Value> = requests
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    insta::assert_json_snapshot!("ollama_tool_round_second_request", bodies[1]);
+    assert_eq!(bodies[0]["think"], true);
+    assert_eq!(bodies[0]["options"]["num_ctx"], 8192);
+}
+
+#[tokio::test]
+async fn errors_are_passed_on_verbatim_with_a_hint() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_string(
+            r#"{"error":"registry.ollama.ai/library/gemma3:1b does not support tools"}"#,
+        ))
+        .mount(&server)
+        .await;
+    let provider = Ollama::new(server.uri())
+        .model("gemma3:1b")
+        .retry(RetryPolicy::none());
+    let error = assemble(&provider, &[Message::user("x")])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.chain(),
+        "server answered 400: registry.ollama.ai/library/gemma3:1b does not support tools \
+         (pick a model with tool support, such as qwen3 or llama3.1, or give the agent no tools)"
+    );
+}
+
+#[tokio::test]
+async fn health_lists_pulled_models() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/tags"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(
+                json!({"models": [{"name": "qwen3:8b"}, {"name": "llama3.2:latest"}]}),
+            ),
+        )
+        .mount(&server)
+        .await;
+    use ferrobot::provider::Provider;
+    assert!(
+        Ollama::new(server.uri())
+            .model("llama3.2")
+            .health()
+            .await
+            .is_ok()
+    );
+    let missing = Ollama::new(server.uri()).model("mistral").health().await;
+    assert_eq!(missing.model_present, Some(false));
+    assert!(missing.detail.unwrap().contains("ollama pull mistral"));
+}
