@@ -19,6 +19,8 @@ mod ollama;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;
+#[cfg(feature = "openai")]
+pub(crate) mod sse;
 mod staged;
 mod think;
 

@@ -1,13 +1,26 @@
 //! Turning chat-completions chunks into [`StreamEvent`]s.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 
 use super::wire::{Chunk, Delta, WireCall, stream_error_message};
 use crate::provider::{FinishReason, ProviderError, StreamEvent, ThinkSplitter, ToolCallDelta};
 
-/// Where decoded events go, in order.
-pub(super) type Events = VecDeque<StreamEvent>;
+pub(super) use crate::provider::sse::Events;
+
+impl crate::provider::sse::SseDecoder for Decoder {
+    fn event(
+        &mut self,
+        _name: Option<&str>,
+        data: &str,
+        out: &mut Events,
+    ) -> Result<(), ProviderError> {
+        self.data(data, out)
+    }
+
+    fn end(&mut self, out: &mut Events) -> Result<(), ProviderError> {
+        Decoder::end(self, out)
+    }
+}
 
 /// Decodes one call's chunks, in order, into events.
 ///

@@ -4,18 +4,16 @@ mod decode;
 mod wire;
 
 use std::fmt;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_core::Stream;
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
 use self::decode::Decoder;
 use super::http::{build_client, check_status, redact, transport_error};
+use super::sse::SseEvents;
 use super::staged::Staged;
 use super::{ChatRequest, EventStream, Health, ProviderError, RetryPolicy, StreamEvent};
 
@@ -280,7 +278,8 @@ impl OpenAiCompatible {
         let response = check_status(response).await?;
         if self.streaming {
             let body = response.bytes_stream();
-            Ok(SseEvents::new(body, Decoder::new(self.split_think_tags), self).boxed())
+            let decoder = Decoder::new(self.split_think_tags);
+            Ok(SseEvents::new(body, decoder, redact(&self.endpoint), self.read_timeout).boxed())
         } else {
             let bytes = self.within_read_timeout(response.bytes()).await?;
             Ok(stream::iter(self.decode_whole(&bytes)).boxed())
@@ -413,196 +412,6 @@ fn model_listed(models: &Value, model: &str) -> Option<bool> {
             .filter_map(|m| m.get("id")?.as_str())
             .any(|id| id == model || id.strip_suffix(":latest") == Some(model)),
     )
-}
-
-/// The events of a streamed response. Lines are parsed by `sseer`'s
-/// zero-copy line parser over our own buffer, then each event's `data` is
-/// decoded once into typed structs. (`sseer`'s whole-stream adapter was
-/// measured first: its per-line `Bytes` reference counting cost a fifth of a
-/// streamed turn.)
-struct SseEvents<'a, S> {
-    body: S,
-    /// Bytes read and not yet dispatched; the current event starts at
-    /// `event_start`, and lines before `scan` are parsed.
-    buf: Vec<u8>,
-    event_start: usize,
-    scan: usize,
-    /// The `data` lines of the current event, as ranges of `buf` relative
-    /// to `event_start`.
-    data: Vec<(usize, usize)>,
-    body_done: bool,
-    decoder: Decoder,
-    queue: decode::Events,
-    client: &'a OpenAiCompatible,
-    done: bool,
-    /// An error that ends the stream once the events decoded before it are out.
-    error: Option<ProviderError>,
-    /// When the server was last seen sending bytes, updated when it next
-    /// keeps us waiting: reading the clock per read cost more than parsing.
-    last_read: Instant,
-    /// Whether bytes came since `last_read` was set.
-    progressed: bool,
-    /// Fires at the earliest moment the read time-out could have passed;
-    /// armed when the server first keeps us waiting.
-    idle: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl<'a, S> SseEvents<'a, S> {
-    fn new(body: S, decoder: Decoder, client: &'a OpenAiCompatible) -> Self {
-        Self {
-            body,
-            buf: Vec::new(),
-            event_start: 0,
-            scan: 0,
-            data: Vec::new(),
-            body_done: false,
-            decoder,
-            queue: decode::Events::new(),
-            client,
-            done: false,
-            error: None,
-            last_read: Instant::now(),
-            progressed: false,
-            idle: None,
-        }
-    }
-
-    /// Parses the complete lines in the buffer, decoding each finished event.
-    fn parse(&mut self) -> Result<(), ProviderError> {
-        use sseer::parser::{RawEventLine, parse_line};
-        let base = self.buf.as_ptr() as usize;
-        while let Some((line, rest)) = parse_line(&self.buf[self.scan..]) {
-            let next = self.buf.len() - rest.len();
-            match line {
-                RawEventLine::Field {
-                    field_name: b"data",
-                    field_value,
-                } => {
-                    // Offsets, not slices: the buffer moves when it grows.
-                    let range = field_value.map_or((0, 0), |value| {
-                        let from = value.as_ptr() as usize - base - self.event_start;
-                        (from, from + value.len())
-                    });
-                    self.data.push(range);
-                }
-                RawEventLine::Empty => {
-                    self.dispatch()?;
-                    self.event_start = next;
-                }
-                // Comments (keep-alives), `event:`, `id:` and `retry:` carry
-                // nothing this dialect uses.
-                _ => {}
-            }
-            self.scan = next;
-        }
-        // Keep only the unfinished event, so the buffer stays small.
-        if self.event_start > 0 {
-            self.buf.drain(..self.event_start);
-            self.scan -= self.event_start;
-            self.event_start = 0;
-        }
-        Ok(())
-    }
-
-    /// Decodes the current event's data, if it has any.
-    fn dispatch(&mut self) -> Result<(), ProviderError> {
-        let event = &self.buf[self.event_start..];
-        let result = match self.data.as_slice() {
-            [] => Ok(()),
-            [(from, to)] => self
-                .decoder
-                .data(utf8(&event[*from..*to])?, &mut self.queue),
-            lines => {
-                let mut joined = Vec::new();
-                for (i, (from, to)) in lines.iter().enumerate() {
-                    if i > 0 {
-                        joined.push(b'\n');
-                    }
-                    joined.extend_from_slice(&event[*from..*to]);
-                }
-                self.decoder.data(utf8(&joined)?, &mut self.queue)
-            }
-        };
-        self.data.clear();
-        result
-    }
-
-    /// Whether the server has been silent for the whole read time-out.
-    /// The timer is re-armed only when it fires early (bytes came in the
-    /// meantime), not on every read.
-    fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
-        if std::mem::take(&mut self.progressed) {
-            self.last_read = Instant::now();
-        }
-        let timeout = self.client.read_timeout;
-        let last_read = self.last_read;
-        let deadline = move || tokio::time::Instant::from_std(last_read + timeout);
-        let idle = self
-            .idle
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline())));
-        while idle.as_mut().poll(cx).is_ready() {
-            if deadline() <= tokio::time::Instant::now() {
-                return true;
-            }
-            idle.as_mut().reset(deadline());
-        }
-        false
-    }
-}
-
-fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
-    std::str::from_utf8(bytes).map_err(|e| ProviderError::Decode {
-        message: format!("the stream is not valid UTF-8: {e}"),
-    })
-}
-
-impl<S> Stream for SseEvents<'_, S>
-where
-    S: Stream<Item = reqwest::Result<Bytes>> + Unpin,
-{
-    type Item = Result<StreamEvent, ProviderError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        loop {
-            if let Some(event) = this.queue.pop_front() {
-                return Poll::Ready(Some(Ok(event)));
-            }
-            if let Some(error) = this.error.take() {
-                return Poll::Ready(Some(Err(error)));
-            }
-            if this.done {
-                return Poll::Ready(None);
-            }
-            let step = if this.body_done {
-                this.done = true;
-                // A last event the server did not end with a blank line is
-                // still delivered, as browsers do not but lenient clients do.
-                this.buf.extend_from_slice(b"\n\n");
-                this.parse()
-                    .and_then(|()| this.decoder.end(&mut this.queue))
-            } else {
-                match this.body.poll_next_unpin(cx) {
-                    Poll::Ready(Some(Ok(bytes))) => {
-                        this.progressed = true;
-                        this.buf.extend_from_slice(&bytes);
-                        this.parse()
-                    }
-                    Poll::Ready(Some(Err(e))) => Err(this.client.transport_error(e)),
-                    Poll::Ready(None) => {
-                        this.body_done = true;
-                        Ok(())
-                    }
-                    Poll::Pending if this.timed_out(cx) => Err(this.client.timeout_error()),
-                    Poll::Pending => return Poll::Pending,
-                }
-            };
-            if let Err(e) = step {
-                this.done = true;
-                this.error = Some(e);
-            }
-        }
-    }
 }
 
 #[cfg(test)]
