@@ -655,6 +655,18 @@ mod tools {
 
 #[rustfmt::skip]
 mod providers {
+    #[cfg(feature = "anthropic")]
+    #[test]
+    fn anthropic() {
+        use ferrobot::provider::Anthropic;
+
+        let claude = Anthropic::new()
+            .model("claude-sonnet-4-20250514")
+            .api_key_env("ANTHROPIC_API_KEY")
+            .thinking(2048);
+        assert!(format!("{claude:?}").contains("claude-sonnet-4-20250514"));
+    }
+
     #[test]
     fn ollama() {
         use ferrobot::provider::OpenAiCompatible;

@@ -9,7 +9,7 @@ use figment::{Figment, Profile};
 use serde::{Deserialize, Serialize};
 
 /// The dialects a config may name in `llm.provider`.
-pub const PROVIDERS: [&str; 2] = ["openai", "ollama"];
+pub const PROVIDERS: [&str; 3] = ["openai", "ollama", "anthropic"];
 
 /// A bot's settings, layered: built-in defaults, then a config file (`-c
 /// FILE`, else `./ferrobot.toml`, else the per-user config dir), then
@@ -452,9 +452,11 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, Strin
 #[cfg(feature = "openai")]
 impl LoadedConfig {
     /// The provider the `[llm]` section describes: `openai` (any
-    /// OpenAI-compatible server) or `ollama` (Ollama's native API; a base URL
-    /// ending in `/v1` is taken as the server's root). The API key comes from
-    /// `llm.api_key`, else from the variable `llm.api_key_env` names.
+    /// OpenAI-compatible server), `ollama` (Ollama's native API; a base URL
+    /// ending in `/v1` is taken as the server's root) or `anthropic`
+    /// (Anthropic's Messages API; the default Ollama base URL is taken as
+    /// `https://api.anthropic.com`). The API key comes from `llm.api_key`,
+    /// else from the variable `llm.api_key_env` names.
     pub fn provider(&self) -> std::sync::Arc<dyn crate::provider::Provider> {
         let llm = &self.config.llm;
         #[cfg(feature = "ollama")]
@@ -466,16 +468,41 @@ impl LoadedConfig {
             }
             return std::sync::Arc::new(ollama);
         }
+        #[cfg(feature = "anthropic")]
+        if llm.provider == "anthropic" {
+            let mut claude = if llm.base_url == Config::default().llm.base_url {
+                crate::provider::Anthropic::new()
+            } else {
+                crate::provider::Anthropic::with_base_url(&llm.base_url)
+            }
+            .model(&llm.model);
+            if let Some(temperature) = llm.temperature {
+                claude = claude.temperature(temperature);
+            }
+            if let Some(key) = self.api_key() {
+                claude = claude.api_key(key);
+            }
+            return std::sync::Arc::new(claude);
+        }
         let mut provider = crate::provider::OpenAiCompatible::new(&llm.base_url)
             .model(&llm.model)
             .streaming(llm.streaming);
         if let Some(temperature) = llm.temperature {
             provider = provider.temperature(temperature);
         }
-        std::sync::Arc::new(match (&llm.api_key, &llm.api_key_env) {
-            (Some(key), _) => provider.api_key(key.expose()),
-            (None, Some(variable)) => provider.api_key_env(variable),
-            (None, None) => provider,
-        })
+        if let Some(key) = self.api_key() {
+            provider = provider.api_key(key);
+        }
+        std::sync::Arc::new(provider)
+    }
+
+    /// `llm.api_key`, else the value of the variable `llm.api_key_env` names.
+    fn api_key(&self) -> Option<String> {
+        let llm = &self.config.llm;
+        match (&llm.api_key, &llm.api_key_env) {
+            (Some(key), _) => Some(key.expose().to_owned()),
+            (None, Some(variable)) => std::env::var(variable).ok(),
+            (None, None) => None,
+        }
     }
 }

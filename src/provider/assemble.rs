@@ -67,7 +67,10 @@ impl Assembler {
             StreamEvent::TextDelta(text) => self.extend_text(text, Kind::Text),
             StreamEvent::ReasoningDelta(text) => self.extend_text(text, Kind::Reasoning),
             StreamEvent::RefusalDelta(text) => self.extend_text(text, Kind::Refusal),
-            StreamEvent::ReasoningSignature(signature) => self.sign_reasoning(signature),
+            StreamEvent::ReasoningSignature {
+                signature,
+                provider,
+            } => self.sign_reasoning(signature, provider),
             StreamEvent::ToolCallDelta(delta) => self.push_call(delta),
             StreamEvent::Usage(usage) => self.usage = Some(*usage),
             StreamEvent::Finish(reason) => self.finish = Some(reason.clone()),
@@ -126,14 +129,17 @@ impl Assembler {
         }
     }
 
-    fn sign_reasoning(&mut self, signature: &str) {
-        if let Some(Part::Reasoning(r)) = self.parts.last_mut() {
-            r.signature = Some(signature.to_owned());
-        } else {
-            self.parts.push(Part::Reasoning(Reasoning {
+    fn sign_reasoning(&mut self, signature: &str, provider: &str) {
+        match self.parts.last_mut() {
+            Some(Part::Reasoning(r)) if r.signature.is_none() => {
+                r.signature = Some(signature.to_owned());
+                r.provider = Some(provider.to_owned());
+            }
+            _ => self.parts.push(Part::Reasoning(Reasoning {
                 signature: Some(signature.to_owned()),
+                provider: Some(provider.to_owned()),
                 ..Reasoning::default()
-            }));
+            })),
         }
     }
 

@@ -1,11 +1,44 @@
-//! What the HTTP dialects share: the client, status and transport errors,
-//! `Retry-After`, and keeping credentials out of messages.
+//! What the HTTP dialects share: the client, retried requests, status and
+//! transport errors, `Retry-After`, and keeping credentials out of messages.
 
 use std::time::Duration;
 
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use super::ProviderError;
+use super::staged::Staged;
+use super::{EventStream, ProviderError, RetryPolicy};
+
+/// The events of one request under `retry`: the encoded `body` (or the error
+/// encoding it) sent by `connect` on each try, until a try streams its first
+/// event or fails in a way the policy doesn't retry.
+pub(crate) fn retried<'a, F>(
+    body: Result<Bytes, ProviderError>,
+    retry: &'a RetryPolicy,
+    cancel: &'a CancellationToken,
+    connect: impl Fn(Bytes) -> F + Send + 'a,
+) -> EventStream<'a>
+where
+    F: Future<Output = Result<EventStream<'a>, ProviderError>> + Send + 'a,
+{
+    let body = match body {
+        Ok(body) => body,
+        Err(e) => return stream::iter([Err(e)]).boxed(),
+    };
+    retry.run(cancel, move || {
+        let connecting = connect(body.clone());
+        Staged::new(async move {
+            match connecting.await {
+                Ok(events) => (None, Some(events)),
+                Err(error) => (Some(Err(error)), None),
+            }
+        })
+        .boxed()
+    })
+}
 
 pub(crate) fn transport_error(
     endpoint: &str,

@@ -10,6 +10,8 @@
 //! [`OpenAiCompatible`] (feature `openai`, on by default) speaks the chat
 //! completions dialect that `OpenAI`, Ollama, vLLM, llama.cpp and LM Studio share.
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
 pub(crate) mod assemble;
 mod error;
 #[cfg(feature = "__http")]
@@ -19,7 +21,7 @@ mod ollama;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;
-#[cfg(feature = "openai")]
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod sse;
 mod staged;
 mod think;
@@ -32,6 +34,9 @@ use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
+pub use anthropic::Anthropic;
 pub use assemble::{Assembled, Assembler};
 pub use error::ProviderError;
 #[cfg(feature = "ollama")]
@@ -198,8 +203,15 @@ pub enum StreamEvent {
     TextDelta(String),
     /// A piece of the model's reasoning.
     ReasoningDelta(String),
-    /// The signature that closes the current reasoning (dialects that sign it).
-    ReasoningSignature(String),
+    /// The signature that closes the current reasoning, for dialects that
+    /// sign it and want it back.
+    ReasoningSignature {
+        /// The opaque signature.
+        signature: String,
+        /// The dialect it belongs to, kept on the message so another dialect
+        /// drops it instead of sending it malformed.
+        provider: String,
+    },
     /// A piece of a refusal.
     RefusalDelta(String),
     /// A piece of a tool call.

@@ -10,8 +10,7 @@ use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::http::{build_client, check_status, redact, transport_error};
-use super::staged::Staged;
+use super::http::{build_client, check_status, redact, retried, transport_error};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
     ToolCallDelta,
@@ -415,19 +414,8 @@ impl futures_core::Stream for NdjsonLines<'_> {
 
 impl super::Provider for Ollama {
     fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
-        let body = match self.body(&request) {
-            Ok(body) => body,
-            Err(e) => return stream::iter([Err(e)]).boxed(),
-        };
-        self.retry.run(request.cancel, move || {
-            let body = body.clone();
-            Staged::new(async move {
-                match self.connect(body).await {
-                    Ok(events) => (None, Some(events)),
-                    Err(error) => (Some(Err(error)), None),
-                }
-            })
-            .boxed()
+        retried(self.body(&request), &self.retry, request.cancel, |body| {
+            self.connect(body)
         })
     }
 

@@ -88,7 +88,7 @@ fn unknown_keys_and_bad_values_name_the_key_and_the_file() {
             .unwrap_err()
             .to_string();
         assert!(
-            error.contains("`llm.provider` is `gpt`; accepted values: openai, ollama"),
+            error.contains("`llm.provider` is `gpt`; accepted values: openai, ollama, anthropic"),
             "{error}"
         );
 

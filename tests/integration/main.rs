@@ -3,6 +3,9 @@
 // Helpers outside `#[test]` functions panic on setup failures, like the tests.
 #![allow(clippy::unwrap_used)]
 
+// `Anthropic`, the Messages API: corpus replay, thinking sent back, retries.
+#[cfg(all(feature = "anthropic", feature = "openai"))]
+mod anthropic;
 // The turn loop against `MockProvider`: tools, confirmation, slash commands,
 // round cap, locks, cancellation, events.
 mod agent;

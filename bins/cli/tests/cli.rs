@@ -22,6 +22,10 @@ impl Home {
     }
 
     fn ferrobot(&self, args: &[&str]) -> Output {
+        self.ferrobot_with_env(args, &[])
+    }
+
+    fn ferrobot_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_ferrobot"))
             .args(args)
             .current_dir(self.0.join("work"))
@@ -30,6 +34,7 @@ impl Home {
             .env("HOME", &self.0)
             .env_remove("FERROBOT_LLM__MODEL")
             .env_remove("FERROBOT_LLM__BASE_URL")
+            .envs(env.iter().copied())
             .output()
             .unwrap()
     }
@@ -582,4 +587,55 @@ async fn the_ollama_dialect_is_chosen_by_name() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "Native hello.\n");
+}
+
+#[tokio::test]
+async fn the_anthropic_dialect_takes_its_key_from_the_environment() {
+    let home = Home::new("anthropic");
+    let server = MockServer::start().await;
+    let events = [
+        serde_json::json!({"type": "message_start", "message": {"usage": {"input_tokens": 4, "output_tokens": 0}}}),
+        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Claude says hi."}}),
+        serde_json::json!({"type": "content_block_stop", "index": 0}),
+        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+        serde_json::json!({"type": "message_stop"}),
+    ];
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(wiremock::matchers::header("x-api-key", "sk-ant-from-env"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&server)
+        .await;
+    std::fs::write(
+        home.path().join("anthropic.toml"),
+        "[llm]\napi_key_env = \"FERROBOT_TEST_ANTHROPIC_KEY\"\ntemperature = 0.25\n",
+    )
+    .unwrap();
+    let config = home.path().join("anthropic.toml");
+    let output = home.ferrobot_with_env(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.uri(),
+            "--model",
+            "claude-test",
+            "run",
+            "hi",
+        ],
+        &[("FERROBOT_TEST_ANTHROPIC_KEY", "sk-ant-from-env")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Claude says hi.\n");
+    let requests = server.received_requests().await.unwrap();
+    let sent: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(sent["temperature"], 0.25);
+    assert_eq!(sent["model"], "claude-test");
 }

@@ -12,9 +12,8 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
 use self::decode::Decoder;
-use super::http::{build_client, check_status, redact, transport_error};
+use super::http::{build_client, check_status, redact, retried, transport_error};
 use super::sse::SseEvents;
-use super::staged::Staged;
 use super::{ChatRequest, EventStream, Health, ProviderError, RetryPolicy, StreamEvent};
 
 /// A client for any server speaking `OpenAI`'s chat completions API: `OpenAI`,
@@ -249,17 +248,6 @@ impl OpenAiCompatible {
             })
     }
 
-    /// Sends one request and streams its events.
-    fn send(&self, body: Bytes) -> EventStream<'_> {
-        Staged::new(async move {
-            match self.connect(body).await {
-                Ok(events) => (None, Some(events)),
-                Err(error) => (Some(Err(error)), None),
-            }
-        })
-        .boxed()
-    }
-
     /// Sends the request and, once the server answered well, returns the
     /// stream of its events.
     async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
@@ -331,12 +319,9 @@ impl OpenAiCompatible {
 
 impl super::Provider for OpenAiCompatible {
     fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
-        let body = match self.body(&request) {
-            Ok(body) => body,
-            Err(e) => return stream::iter([Err(e)]).boxed(),
-        };
-        self.retry
-            .run(request.cancel, move || self.send(body.clone()))
+        retried(self.body(&request), &self.retry, request.cancel, |body| {
+            self.connect(body)
+        })
     }
 
     fn health(&self) -> BoxFuture<'_, Health> {

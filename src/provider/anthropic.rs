@@ -1,0 +1,517 @@
+//! Anthropic's Messages API (`/v1/messages`, SSE with event names).
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use futures_util::stream::StreamExt;
+use serde_json::{Value, json};
+
+use super::http::{build_client, check_status, redact, retried, transport_error};
+use super::sse::{Events, SseDecoder, SseEvents};
+use super::{
+    ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
+    ToolCallDelta,
+};
+use crate::message::{Message, Part, Role, Usage};
+
+/// Marks reasoning signed by Anthropic.
+const SIGNED: &str = "anthropic";
+/// Marks Anthropic's redacted thinking, whose data rides in the signature.
+const REDACTED: &str = "anthropic:redacted";
+
+/// A client for Anthropic's Messages API: the system prompt in its own
+/// field, `tool_use`/`tool_result` blocks, tool arguments assembled from
+/// `input_json_delta`s, extended thinking kept with its signature (and
+/// redacted thinking kept whole) and sent back unchanged with the tool
+/// results that follow, `max_tokens` always set, usage from `message_start`
+/// and `message_delta`, and `overloaded_error` retried like a 529.
+///
+/// # Examples
+/// ```
+/// use ferrobot::provider::Anthropic;
+/// let claude = Anthropic::new().model("claude-sonnet-4-20250514").api_key_env("ANTHROPIC_API_KEY").thinking(2048);
+/// # let _ = claude;
+/// ```
+#[derive(Clone)]
+pub struct Anthropic {
+    base_url: String,
+    endpoint: String,
+    model: String,
+    api_key: Option<String>,
+    max_tokens: u32,
+    temperature: Option<f32>,
+    thinking: Option<u32>,
+    retry: RetryPolicy,
+    read_timeout: Duration,
+    client: Result<reqwest::Client, String>,
+}
+
+impl fmt::Debug for Anthropic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Anthropic")
+            .field("base_url", &redact(&self.base_url))
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Anthropic {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Anthropic {
+    /// A client for `https://api.anthropic.com`.
+    pub fn new() -> Self {
+        Self::with_base_url("https://api.anthropic.com")
+    }
+
+    /// A client for another server speaking the same API (a proxy, a gateway).
+    pub fn with_base_url(base_url: impl Into<String>) -> Self {
+        let base_url = base_url
+            .into()
+            .trim_end_matches('/')
+            .trim_end_matches("/v1")
+            .to_owned();
+        Self {
+            endpoint: format!("{base_url}/v1/messages"),
+            base_url,
+            model: String::new(),
+            api_key: None,
+            max_tokens: 4096,
+            temperature: None,
+            thinking: None,
+            retry: RetryPolicy::default(),
+            read_timeout: Duration::from_secs(300),
+            client: build_client(Duration::from_secs(10)),
+        }
+    }
+
+    /// The model, e.g. `"claude-sonnet-4-20250514"`. Required.
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// The API key, sent as `x-api-key`. By default, none.
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into()).filter(|k| !k.is_empty());
+        self
+    }
+
+    /// Reads the API key from the environment variable `name`, if set.
+    #[must_use]
+    pub fn api_key_env(self, name: &str) -> Self {
+        match std::env::var(name) {
+            Ok(key) => self.api_key(key),
+            Err(_) => self,
+        }
+    }
+
+    /// The answer's token limit, which the API requires, unless a request
+    /// sets its own. By default, 4,096.
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Sampling temperature, unless a request sets its own. By default, the
+    /// server's. The API refuses it with extended thinking, so it is left out
+    /// then.
+    #[must_use]
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Turns on extended thinking with this token budget. By default, off.
+    #[must_use]
+    pub fn thinking(mut self, budget_tokens: u32) -> Self {
+        self.thinking = Some(budget_tokens);
+        self
+    }
+
+    /// When to retry failed calls. By default, [`RetryPolicy::default()`].
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
+        if self.model.is_empty() {
+            return Err(ProviderError::Config(format!(
+                "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"claude-sonnet-4-20250514\")`",
+                redact(&self.base_url)
+            )));
+        }
+        let mut max_tokens = request.settings.max_tokens.unwrap_or(self.max_tokens);
+        let mut body = json!({
+            "model": self.model,
+            "messages": messages(request.messages),
+            "stream": true,
+        });
+        if let Some(budget) = self.thinking {
+            // The budget counts inside `max_tokens`.
+            max_tokens = max_tokens.max(budget + 1024);
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        }
+        body["max_tokens"] = json!(max_tokens);
+        if let Some(system) = request.system {
+            body["system"] = json!(system);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+        }
+        if let Some(temperature) = request
+            .settings
+            .temperature
+            .or(self.temperature)
+            .filter(|_| self.thinking.is_none())
+        {
+            body["temperature"] = json!(temperature);
+        }
+        serde_json::to_vec(&body)
+            .map(Bytes::from)
+            .map_err(|e| ProviderError::Decode {
+                message: format!("could not encode the request: {e}"),
+            })
+    }
+
+    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ProviderError::Config(e.clone()))?;
+        let mut builder = client
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("anthropic-version", "2023-06-01")
+            .body(body);
+        if let Some(key) = &self.api_key {
+            builder = builder.header("x-api-key", key);
+        }
+        let endpoint = redact(&self.endpoint);
+        let response = match tokio::time::timeout(self.read_timeout, builder.send()).await {
+            Ok(result) => result.map_err(|e| transport_error(&endpoint, self.read_timeout, e))?,
+            Err(_) => {
+                return Err(ProviderError::Timeout {
+                    endpoint,
+                    after: self.read_timeout,
+                });
+            }
+        };
+        let response = check_status(response).await?;
+        Ok(SseEvents::new(
+            response.bytes_stream(),
+            Decoder::default(),
+            endpoint,
+            self.read_timeout,
+        )
+        .boxed())
+    }
+}
+
+/// The conversation as Messages API turns. Reasoning goes back only when
+/// Anthropic signed it; other dialects' reasoning is dropped, never sent
+/// malformed.
+fn messages(messages: &[Message]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for message in messages {
+        let (role, blocks): (&str, Vec<Value>) = match message.role {
+            Role::User | Role::System => ("user", vec![json!({"type": "text", "text": message.text()})]),
+            Role::Assistant => ("assistant", message.parts.iter().filter_map(assistant_block).collect()),
+            Role::Tool => (
+                "user",
+                message
+                    .tool_results_iter()
+                    .map(|r| json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}))
+                    .collect(),
+            ),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        // Turns alternate: consecutive blocks of one role join one turn.
+        match out.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(content) = last["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => out.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    out
+}
+
+fn assistant_block(part: &Part) -> Option<Value> {
+    Some(match part {
+        Part::Text { text } | Part::Refusal { text } if !text.is_empty() => {
+            json!({"type": "text", "text": text})
+        }
+        Part::Reasoning(r) => match (r.provider.as_deref(), &r.signature) {
+            (Some(SIGNED), Some(signature)) => {
+                json!({"type": "thinking", "thinking": r.text, "signature": signature})
+            }
+            (Some(REDACTED), Some(data)) => json!({"type": "redacted_thinking", "data": data}),
+            _ => return None,
+        },
+        Part::ToolCall(call) => {
+            let input = if call.arguments.is_object() {
+                call.arguments.clone()
+            } else {
+                json!({})
+            };
+            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+        }
+        _ => return None,
+    })
+}
+
+/// Reads the Messages event stream.
+#[derive(Default)]
+struct Decoder {
+    usage: Usage,
+    /// Per content block index: its tool call position, for client `tool_use` blocks.
+    blocks: std::collections::HashMap<u64, Block>,
+    calls: usize,
+    stop: Option<String>,
+    stopped: bool,
+}
+
+enum Block {
+    Call(usize),
+    Skipped,
+    Content,
+}
+
+impl Decoder {
+    fn usage_from(&mut self, usage: &Value) {
+        let field = |key: &str| usage.get(key).and_then(Value::as_u64);
+        let cache_read = field("cache_read_input_tokens");
+        let cache_write = field("cache_creation_input_tokens");
+        if let Some(input) = field("input_tokens") {
+            self.usage.input_tokens = input + cache_read.unwrap_or(0) + cache_write.unwrap_or(0);
+        }
+        if let Some(cached) = cache_read {
+            self.usage.cached_tokens = cached;
+        }
+        if let Some(output) = field("output_tokens") {
+            self.usage.output_tokens = output;
+        }
+    }
+}
+
+impl SseDecoder for Decoder {
+    fn event(
+        &mut self,
+        _name: Option<&str>,
+        data: &str,
+        out: &mut Events,
+    ) -> Result<(), ProviderError> {
+        let event: Value = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
+            message: format!("{e} in event `{data}`"),
+        })?;
+        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match event["type"].as_str().unwrap_or_default() {
+            "message_start" => self.usage_from(&event["message"]["usage"]),
+            "content_block_start" => {
+                let block = &event["content_block"];
+                match block["type"].as_str().unwrap_or_default() {
+                    "text" => {
+                        self.blocks.insert(index, Block::Content);
+                        if let Some(text) = block["text"].as_str().filter(|t| !t.is_empty()) {
+                            out.push_back(StreamEvent::TextDelta(text.to_owned()));
+                        }
+                    }
+                    "thinking" => {
+                        self.blocks.insert(index, Block::Content);
+                        if let Some(text) = block["thinking"].as_str().filter(|t| !t.is_empty()) {
+                            out.push_back(StreamEvent::ReasoningDelta(text.to_owned()));
+                        }
+                    }
+                    "redacted_thinking" => {
+                        self.blocks.insert(index, Block::Content);
+                        let data = block["data"].as_str().unwrap_or_default().to_owned();
+                        out.push_back(StreamEvent::ReasoningSignature {
+                            signature: data,
+                            provider: REDACTED.into(),
+                        });
+                    }
+                    "tool_use" => {
+                        let position = self.calls;
+                        self.calls += 1;
+                        self.blocks.insert(index, Block::Call(position));
+                        let input = &block["input"];
+                        let arguments = match input.as_object() {
+                            Some(map) if !map.is_empty() => input.to_string(),
+                            _ => String::new(),
+                        };
+                        out.push_back(StreamEvent::ToolCallDelta(ToolCallDelta {
+                            index: position,
+                            id: block["id"].as_str().map(str::to_owned),
+                            name: block["name"].as_str().map(str::to_owned),
+                            arguments,
+                        }));
+                    }
+                    // Server tools (web search, tool search, MCP) ran on
+                    // Anthropic's side; they are not the agent's to run.
+                    _ => {
+                        self.blocks.insert(index, Block::Skipped);
+                    }
+                }
+            }
+            "content_block_delta" => {
+                let delta = &event["delta"];
+                let text = |key: &str| delta[key].as_str().unwrap_or_default().to_owned();
+                match (
+                    delta["type"].as_str().unwrap_or_default(),
+                    self.blocks.get(&index),
+                ) {
+                    (_, Some(Block::Skipped)) => {}
+                    ("text_delta", _) => out.push_back(StreamEvent::TextDelta(text("text"))),
+                    ("thinking_delta", _) => {
+                        out.push_back(StreamEvent::ReasoningDelta(text("thinking")))
+                    }
+                    ("signature_delta", _) => {
+                        out.push_back(StreamEvent::ReasoningSignature {
+                            signature: text("signature"),
+                            provider: SIGNED.into(),
+                        });
+                    }
+                    ("input_json_delta", Some(Block::Call(position))) => {
+                        out.push_back(StreamEvent::ToolCallDelta(ToolCallDelta {
+                            index: *position,
+                            arguments: text("partial_json"),
+                            ..ToolCallDelta::default()
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(stop) = event["delta"]["stop_reason"].as_str() {
+                    self.stop = Some(stop.to_owned());
+                }
+                self.usage_from(&event["usage"]);
+            }
+            "message_stop" => self.finish(out),
+            "error" => {
+                let error = &event["error"];
+                let message = error["message"]
+                    .as_str()
+                    .unwrap_or("unknown error")
+                    .to_owned();
+                // Overloaded is a 529 in all but name: retryable while
+                // nothing has streamed.
+                return Err(match error["type"].as_str() {
+                    Some("overloaded_error") => ProviderError::Status {
+                        status: 529,
+                        message,
+                        retry_after: None,
+                    },
+                    _ => ProviderError::Stream { message },
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut Events) -> Result<(), ProviderError> {
+        if self.stopped {
+            return Ok(());
+        }
+        if self.stop.is_some() {
+            self.finish(out);
+            return Ok(());
+        }
+        Err(ProviderError::Stream {
+            message: "the connection closed before the reply finished (no message_stop)".into(),
+        })
+    }
+}
+
+impl Decoder {
+    fn finish(&mut self, out: &mut Events) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        out.push_back(StreamEvent::Usage(self.usage));
+        let finish = self
+            .stop
+            .as_deref()
+            .map_or(FinishReason::Stop, FinishReason::from_raw);
+        out.push_back(StreamEvent::Finish(finish));
+    }
+}
+
+impl super::Provider for Anthropic {
+    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
+        retried(self.body(&request), &self.retry, request.cancel, |body| {
+            self.connect(body)
+        })
+    }
+
+    fn health(&self) -> BoxFuture<'_, Health> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let models = format!("{}/v1/models", self.base_url);
+            let probe = async {
+                let client = self
+                    .client
+                    .as_ref()
+                    .map_err(|e| Health::problem(Duration::ZERO, e.clone()))?;
+                let mut builder = client
+                    .get(&models)
+                    .header("anthropic-version", "2023-06-01");
+                if let Some(key) = &self.api_key {
+                    builder = builder.header("x-api-key", key);
+                }
+                let response = builder.send().await.map_err(|e| {
+                    Health::unreachable(
+                        started.elapsed(),
+                        transport_error(&redact(&models), self.read_timeout, e).chain(),
+                    )
+                })?;
+                check_status(response)
+                    .await
+                    .map_err(|e| Health::problem(started.elapsed(), e.chain()))?;
+                Ok::<_, Health>(())
+            };
+            match tokio::time::timeout(Duration::from_secs(5), probe).await {
+                Err(_) => Health::unreachable(
+                    started.elapsed(),
+                    format!("{} did not answer within 5s", redact(&models)),
+                ),
+                Ok(Err(health)) => health,
+                Ok(Ok(())) => {
+                    let mut health = Health::ok(started.elapsed());
+                    health.model_present = None;
+                    health
+                }
+            }
+        })
+    }
+
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+}

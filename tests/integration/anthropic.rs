@@ -1,0 +1,217 @@
+//! `Anthropic`, the Messages API, over loopback HTTP.
+
+use ferrobot::provider::{Anthropic, FinishReason, RetryPolicy};
+use ferrobot::tool::from_fn;
+use ferrobot::{Agent, Message, Part};
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support::{assemble, corpus};
+
+fn client(server: &MockServer) -> Anthropic {
+    Anthropic::with_base_url(server.uri())
+        .model("claude-test")
+        .api_key("sk-ant-test")
+        .retry(RetryPolicy::none())
+}
+
+fn sse(events: &[Value]) -> ResponseTemplate {
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+/// Replays every recording of corpus/03 and compares with `expected.json`.
+#[tokio::test]
+async fn anthropic_recordings_assemble_as_recorded() {
+    let Some(dir) = corpus("03_anthropic_messages_stream") else {
+        return;
+    };
+    let mut items: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    items.sort();
+    for item in items {
+        let name = item.file_name().unwrap().to_string_lossy().into_owned();
+        let expected: Value =
+            serde_json::from_slice(&std::fs::read(item.join("expected.json")).unwrap()).unwrap();
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(
+                std::fs::read(item.join("response.txt")).unwrap(),
+                "text/event-stream",
+            ))
+            .mount(&server)
+            .await;
+        let got = assemble(&client(&server), &[Message::user("replay")])
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {}", e.chain()));
+        assert_eq!(
+            got.message.text(),
+            expected["content"].as_str().unwrap_or_default(),
+            "{name}: content"
+        );
+        assert_eq!(
+            got.message.reasoning().unwrap_or_default(),
+            expected["reasoning"].as_str().unwrap_or_default(),
+            "{name}: reasoning"
+        );
+        let calls: Vec<Value> = got
+            .message
+            .tool_calls()
+            .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+            .collect();
+        assert_eq!(
+            Value::Array(calls),
+            expected["tool_calls"],
+            "{name}: tool calls (server tools are not ours to run)"
+        );
+        assert_eq!(
+            got.finish,
+            expected["finish_reason"]
+                .as_str()
+                .map(FinishReason::from_raw),
+            "{name}: finish"
+        );
+        let usage = got.usage.unwrap();
+        let raw = |key: &str| expected["usage"][key].as_u64().unwrap_or(0);
+        assert_eq!(
+            usage.input_tokens,
+            raw("input_tokens")
+                + raw("cache_read_input_tokens")
+                + raw("cache_creation_input_tokens"),
+            "{name}"
+        );
+        assert_eq!(usage.output_tokens, raw("output_tokens"), "{name}");
+        // Thinking keeps its signature; redacted thinking is kept whole.
+        for block in expected["content_blocks"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("thinking") => assert!(
+                    got.message.parts.iter().any(|p| matches!(p, Part::Reasoning(r) if r.signature.is_some() && r.provider.as_deref() == Some("anthropic"))),
+                    "{name}: signed thinking"
+                ),
+                Some("redacted_thinking") => assert!(
+                    got.message.parts.iter().any(|p| matches!(p, Part::Reasoning(r) if r.provider.as_deref() == Some("anthropic:redacted"))),
+                    "{name}: redacted thinking"
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tool_round_sends_thinking_and_its_signature_back() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("x-api-key", "sk-ant-test"))
+        .and(header("anthropic-version", "2023-06-01"))
+        .respond_with(|request: &Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            if body.contains("tool_result") {
+                sse(&[
+                    json!({"type": "message_start", "message": {"usage": {"input_tokens": 50, "output_tokens": 1}}}),
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "2 + 3 = 5"}}),
+                    json!({"type": "content_block_stop", "index": 0}),
+                    json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 6}}),
+                    json!({"type": "message_stop"}),
+                ])
+            } else {
+                sse(&[
+                    json!({"type": "message_start", "message": {"usage": {"input_tokens": 40, "cache_read_input_tokens": 8, "output_tokens": 1}}}),
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Use add."}}),
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig-abc"}}),
+                    json!({"type": "content_block_stop", "index": 0}),
+                    json!({"type": "ping"}),
+                    json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}}),
+                    json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}}),
+                    json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": 2, "}}),
+                    json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "\"b\": 3}"}}),
+                    json!({"type": "content_block_stop", "index": 1}),
+                    json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}}),
+                    json!({"type": "message_stop"}),
+                ])
+            }
+        })
+        .mount(&server)
+        .await;
+    let add = from_fn("add", "Add two integers.", |v: Value, _| async move {
+        v["a"].as_i64().unwrap_or(0) + v["b"].as_i64().unwrap_or(0)
+    });
+    let agent = Agent::builder()
+        .provider(client(&server).thinking(1024))
+        .system_prompt("You add.")
+        .tool(add)
+        .build();
+    let reply = agent.handle("a", "2 + 3?").await.unwrap();
+    assert_eq!(reply.text, "2 + 3 = 5");
+    assert_eq!(reply.usage.input_tokens, 48 + 50);
+    assert_eq!(reply.usage.cached_tokens, 8);
+    let bodies: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    insta::assert_json_snapshot!("anthropic_tool_round_first_request", bodies[0]);
+    insta::assert_json_snapshot!("anthropic_tool_round_second_request", bodies[1]);
+}
+
+#[tokio::test]
+async fn overloaded_is_retried_and_other_dialects_reasoning_is_dropped() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi"}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+            json!({"type": "message_stop"}),
+        ]))
+        .mount(&server)
+        .await;
+    let provider = client(&server).retry(
+        RetryPolicy::builder()
+            .initial_backoff(std::time::Duration::from_millis(5))
+            .build(),
+    );
+    let history = [
+        Message::user("hello"),
+        Message::new(
+            ferrobot::Role::Assistant,
+            vec![
+                Part::Reasoning(ferrobot::Reasoning {
+                    text: "from gemini".into(),
+                    signature: Some("g-sig".into()),
+                    provider: Some("gemini".into()),
+                }),
+                Part::text("Hello."),
+            ],
+        ),
+        Message::user("again"),
+    ];
+    let got = assemble(&provider, &history).await.unwrap();
+    assert_eq!(got.message.text(), "Hi");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "the overloaded answer was retried");
+    let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([{"type": "text", "text": "Hello."}]),
+        "foreign reasoning is dropped"
+    );
+    assert_eq!(body["max_tokens"], 4096);
+}
