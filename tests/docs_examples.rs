@@ -655,6 +655,18 @@ mod tools {
 
 #[rustfmt::skip]
 mod providers {
+    #[cfg(feature = "gemini")]
+    #[test]
+    fn gemini() {
+        use ferrobot::provider::Gemini;
+
+        let gemini = Gemini::new()
+            .model("gemini-2.5-flash")
+            .api_key_env("GEMINI_API_KEY")
+            .thinking(1024);
+        assert!(format!("{gemini:?}").contains("gemini-2.5-flash"));
+    }
+
     #[cfg(feature = "anthropic")]
     #[test]
     fn anthropic() {

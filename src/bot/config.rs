@@ -9,7 +9,7 @@ use figment::{Figment, Profile};
 use serde::{Deserialize, Serialize};
 
 /// The dialects a config may name in `llm.provider`.
-pub const PROVIDERS: [&str; 3] = ["openai", "ollama", "anthropic"];
+pub const PROVIDERS: [&str; 4] = ["openai", "ollama", "anthropic", "gemini"];
 
 /// A bot's settings, layered: built-in defaults, then a config file (`-c
 /// FILE`, else `./ferrobot.toml`, else the per-user config dir), then
@@ -453,10 +453,11 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, Strin
 impl LoadedConfig {
     /// The provider the `[llm]` section describes: `openai` (any
     /// OpenAI-compatible server), `ollama` (Ollama's native API; a base URL
-    /// ending in `/v1` is taken as the server's root) or `anthropic`
-    /// (Anthropic's Messages API; the default Ollama base URL is taken as
-    /// `https://api.anthropic.com`). The API key comes from `llm.api_key`,
-    /// else from the variable `llm.api_key_env` names.
+    /// ending in `/v1` is taken as the server's root), `anthropic`
+    /// (Anthropic's Messages API) or `gemini` (Google's Gemini API); for
+    /// these two, the default base URL (a local Ollama) is taken as the
+    /// vendor's own. The API key comes from `llm.api_key`, else from the
+    /// variable `llm.api_key_env` names.
     pub fn provider(&self) -> std::sync::Arc<dyn crate::provider::Provider> {
         let llm = &self.config.llm;
         #[cfg(feature = "ollama")]
@@ -483,6 +484,22 @@ impl LoadedConfig {
                 claude = claude.api_key(key);
             }
             return std::sync::Arc::new(claude);
+        }
+        #[cfg(feature = "gemini")]
+        if llm.provider == "gemini" {
+            let mut gemini = if llm.base_url == Config::default().llm.base_url {
+                crate::provider::Gemini::new()
+            } else {
+                crate::provider::Gemini::with_base_url(&llm.base_url)
+            }
+            .model(&llm.model);
+            if let Some(temperature) = llm.temperature {
+                gemini = gemini.temperature(temperature);
+            }
+            if let Some(key) = self.api_key() {
+                gemini = gemini.api_key(key);
+            }
+            return std::sync::Arc::new(gemini);
         }
         let mut provider = crate::provider::OpenAiCompatible::new(&llm.base_url)
             .model(&llm.model)

@@ -1,14 +1,15 @@
 //! Anthropic's Messages API (`/v1/messages`, SSE with event names).
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::stream::StreamExt;
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{build_client, check_status, redact, retried, transport_error};
+use super::http::{build_client, check_status, probe, redact, retried, secret, send};
 use super::sse::{Events, SseDecoder, SseEvents};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
@@ -145,6 +146,16 @@ impl Anthropic {
         self
     }
 
+    /// The API version and, when a key is set, the key.
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        if let Some(key) = self.api_key.as_deref().and_then(secret) {
+            headers.insert("x-api-key", key);
+        }
+        headers
+    }
+
     fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
         if self.model.is_empty() {
             return Err(ProviderError::Config(format!(
@@ -194,25 +205,13 @@ impl Anthropic {
             .client
             .as_ref()
             .map_err(|e| ProviderError::Config(e.clone()))?;
-        let mut builder = client
+        let builder = client
             .post(&self.endpoint)
+            .headers(self.headers())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("anthropic-version", "2023-06-01")
             .body(body);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key);
-        }
         let endpoint = redact(&self.endpoint);
-        let response = match tokio::time::timeout(self.read_timeout, builder.send()).await {
-            Ok(result) => result.map_err(|e| transport_error(&endpoint, self.read_timeout, e))?,
-            Err(_) => {
-                return Err(ProviderError::Timeout {
-                    endpoint,
-                    after: self.read_timeout,
-                });
-            }
-        };
-        let response = check_status(response).await?;
+        let response = check_status(send(builder, &endpoint, self.read_timeout).await?).await?;
         Ok(SseEvents::new(
             response.bytes_stream(),
             Decoder::default(),
@@ -468,42 +467,8 @@ impl super::Provider for Anthropic {
 
     fn health(&self) -> BoxFuture<'_, Health> {
         Box::pin(async move {
-            let started = Instant::now();
             let models = format!("{}/v1/models", self.base_url);
-            let probe = async {
-                let client = self
-                    .client
-                    .as_ref()
-                    .map_err(|e| Health::problem(Duration::ZERO, e.clone()))?;
-                let mut builder = client
-                    .get(&models)
-                    .header("anthropic-version", "2023-06-01");
-                if let Some(key) = &self.api_key {
-                    builder = builder.header("x-api-key", key);
-                }
-                let response = builder.send().await.map_err(|e| {
-                    Health::unreachable(
-                        started.elapsed(),
-                        transport_error(&redact(&models), self.read_timeout, e).chain(),
-                    )
-                })?;
-                check_status(response)
-                    .await
-                    .map_err(|e| Health::problem(started.elapsed(), e.chain()))?;
-                Ok::<_, Health>(())
-            };
-            match tokio::time::timeout(Duration::from_secs(5), probe).await {
-                Err(_) => Health::unreachable(
-                    started.elapsed(),
-                    format!("{} did not answer within 5s", redact(&models)),
-                ),
-                Ok(Err(health)) => health,
-                Ok(Ok(())) => {
-                    let mut health = Health::ok(started.elapsed());
-                    health.model_present = None;
-                    health
-                }
-            }
+            probe(&self.client, &models, self.headers(), None).await
         })
     }
 

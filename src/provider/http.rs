@@ -12,6 +12,83 @@ use tokio_util::sync::CancellationToken;
 use super::staged::Staged;
 use super::{EventStream, ProviderError, RetryPolicy};
 
+/// An API key as a header value marked sensitive (so `reqwest` keeps it out
+/// of its `Debug` output); `None` for a key no header can carry.
+/// Surrounding whitespace (a key read from a file ends in a newline) is not
+/// part of the key.
+#[cfg(any(feature = "anthropic", feature = "gemini"))]
+pub(crate) fn secret(key: &str) -> Option<reqwest::header::HeaderValue> {
+    let mut value = reqwest::header::HeaderValue::from_str(key.trim()).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// Sends `request` to `endpoint` (already redacted, for messages), waiting
+/// at most `read_timeout` for the response head. Statuses are the caller's
+/// to check, since some dialects add hints to them.
+#[cfg(any(feature = "ollama", feature = "anthropic", feature = "gemini"))]
+pub(crate) async fn send(
+    request: reqwest::RequestBuilder,
+    endpoint: &str,
+    read_timeout: Duration,
+) -> Result<reqwest::Response, ProviderError> {
+    match tokio::time::timeout(read_timeout, request.send()).await {
+        Ok(result) => result.map_err(|e| transport_error(endpoint, read_timeout, e)),
+        Err(_) => Err(ProviderError::Timeout {
+            endpoint: endpoint.to_owned(),
+            after: read_timeout,
+        }),
+    }
+}
+
+/// A health probe of `url` for dialects whose answer says nothing more we
+/// need: reachable and answering 2xx within five seconds. With `model`, `url`
+/// names that model, and a 404 means the server lacks it; without, the model
+/// is left unchecked.
+#[cfg(any(feature = "anthropic", feature = "gemini"))]
+pub(crate) async fn probe(
+    client: &Result<reqwest::Client, String>,
+    url: &str,
+    headers: reqwest::header::HeaderMap,
+    model: Option<&str>,
+) -> super::Health {
+    use super::Health;
+    let started = std::time::Instant::now();
+    let shown = redact(url);
+    let attempt = async {
+        let client = client
+            .as_ref()
+            .map_err(|e| Health::problem(Duration::ZERO, e.clone()))?;
+        let response = client.get(url).headers(headers).send().await.map_err(|e| {
+            let error = transport_error(&shown, Duration::from_secs(5), e);
+            Health::unreachable(started.elapsed(), error.chain())
+        })?;
+        if let Some(model) = model.filter(|_| response.status() == reqwest::StatusCode::NOT_FOUND) {
+            let mut health = Health::problem(
+                started.elapsed(),
+                format!("the server has no model `{model}`; check the name against its model list"),
+            );
+            health.model_present = Some(false);
+            return Err(health);
+        }
+        check_status(response)
+            .await
+            .map_err(|e| Health::problem(started.elapsed(), e.chain()))
+    };
+    match tokio::time::timeout(Duration::from_secs(5), attempt).await {
+        Err(_) => Health::unreachable(
+            started.elapsed(),
+            format!("{shown} did not answer within 5s"),
+        ),
+        Ok(Err(health)) => health,
+        Ok(Ok(_)) => {
+            let mut health = Health::ok(started.elapsed());
+            health.model_present = model.map(|_| true);
+            health
+        }
+    }
+}
+
 /// The events of one request under `retry`: the encoded `body` (or the error
 /// encoding it) sent by `connect` on each try, until a try streams its first
 /// event or fails in a way the policy doesn't retry.

@@ -14,6 +14,8 @@
 mod anthropic;
 pub(crate) mod assemble;
 mod error;
+#[cfg(feature = "gemini")]
+mod gemini;
 #[cfg(feature = "__http")]
 pub(crate) mod http;
 #[cfg(feature = "ollama")]
@@ -21,7 +23,7 @@ mod ollama;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;
-#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub(crate) mod sse;
 mod staged;
 mod think;
@@ -39,6 +41,9 @@ use tokio_util::sync::CancellationToken;
 pub use anthropic::Anthropic;
 pub use assemble::{Assembled, Assembler};
 pub use error::ProviderError;
+#[cfg(feature = "gemini")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]
+pub use gemini::Gemini;
 #[cfg(feature = "ollama")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ollama")))]
 pub use ollama::Ollama;

@@ -10,7 +10,7 @@ use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::http::{build_client, check_status, redact, retried, transport_error};
+use super::http::{build_client, check_status, redact, retried, send, transport_error};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
     ToolCallDelta,
@@ -135,21 +135,11 @@ impl Ollama {
             .client
             .as_ref()
             .map_err(|e| ProviderError::Config(e.clone()))?;
-        let send = client
+        let request = client
             .post(&self.endpoint)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send();
-        let response = match tokio::time::timeout(self.read_timeout, send).await {
-            Ok(result) => result
-                .map_err(|e| transport_error(&redact(&self.endpoint), self.read_timeout, e))?,
-            Err(_) => {
-                return Err(ProviderError::Timeout {
-                    endpoint: redact(&self.endpoint),
-                    after: self.read_timeout,
-                });
-            }
-        };
+            .body(body);
+        let response = send(request, &redact(&self.endpoint), self.read_timeout).await?;
         let response = check_status(response).await.map_err(with_hint)?;
         let endpoint = redact(&self.endpoint);
         let timeout = self.read_timeout;

@@ -88,7 +88,9 @@ fn unknown_keys_and_bad_values_name_the_key_and_the_file() {
             .unwrap_err()
             .to_string();
         assert!(
-            error.contains("`llm.provider` is `gpt`; accepted values: openai, ollama, anthropic"),
+            error.contains(
+                "`llm.provider` is `gpt`; accepted values: openai, ollama, anthropic, gemini"
+            ),
             "{error}"
         );
 

@@ -6,6 +6,9 @@
 // `Anthropic`, the Messages API: corpus replay, thinking sent back, retries.
 #[cfg(all(feature = "anthropic", feature = "openai"))]
 mod anthropic;
+
+#[cfg(all(feature = "gemini", feature = "openai"))]
+mod gemini;
 // The turn loop against `MockProvider`: tools, confirmation, slash commands,
 // round cap, locks, cancellation, events.
 mod agent;

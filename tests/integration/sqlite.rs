@@ -10,10 +10,10 @@ use ferrobot::{Agent, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
 /// A fresh directory for one test, removed when dropped.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let dir = std::env::temp_dir().join(format!(
             "ferrobot-{name}-{}-{:?}",
             std::process::id(),
@@ -24,7 +24,7 @@ impl TempDir {
         Self(dir)
     }
 
-    fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }

@@ -1,0 +1,306 @@
+//! `Gemini`, `streamGenerateContent?alt=sse`, over loopback HTTP; and one
+//! conversation that moves between dialects.
+
+use ferrobot::provider::{FinishReason, Gemini, RetryPolicy};
+use ferrobot::tool::from_fn;
+use ferrobot::{Agent, Message, Part};
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support::{assemble, corpus};
+
+const STREAM: &str = "/v1beta/models/gemini-test:streamGenerateContent";
+
+fn client(server: &MockServer) -> Gemini {
+    Gemini::with_base_url(server.uri())
+        .model("gemini-test")
+        .api_key("g-key")
+        .retry(RetryPolicy::none())
+}
+
+fn sse(chunks: &[Value]) -> ResponseTemplate {
+    let body: String = chunks
+        .iter()
+        .map(|c| format!("data: {c}\r\n\r\n"))
+        .collect();
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+/// Replays every recording of corpus/04 and compares with `expected.json`.
+#[tokio::test]
+async fn gemini_recordings_assemble_as_recorded() {
+    let Some(dir) = corpus("04_gemini_stream_sse") else {
+        return;
+    };
+    let mut items: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    items.sort();
+    for item in items {
+        let name = item.file_name().unwrap().to_string_lossy().into_owned();
+        let expected: Value =
+            serde_json::from_slice(&std::fs::read(item.join("expected.json")).unwrap()).unwrap();
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(STREAM))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(
+                std::fs::read(item.join("response.txt")).unwrap(),
+                "text/event-stream",
+            ))
+            .mount(&server)
+            .await;
+        let got = assemble(&client(&server), &[Message::user("replay")])
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {}", e.chain()));
+        assert_eq!(
+            got.message.text(),
+            expected["content"].as_str().unwrap_or_default(),
+            "{name}: content"
+        );
+        assert_eq!(
+            got.message.reasoning().unwrap_or_default(),
+            expected["reasoning"].as_str().unwrap_or_default(),
+            "{name}: reasoning"
+        );
+        let calls: Vec<_> = got.message.tool_calls().collect();
+        let wanted = expected["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), wanted.len(), "{name}: tool calls");
+        for (call, wanted) in calls.iter().zip(wanted) {
+            assert_eq!(call.name, wanted["name"], "{name}");
+            assert_eq!(call.arguments, wanted["arguments"], "{name}");
+            assert!(!call.id.is_empty(), "{name}: a call id is made up");
+        }
+        let finish = if calls.is_empty() {
+            FinishReason::from_raw(expected["finish_reason"].as_str().unwrap())
+        } else {
+            FinishReason::ToolCalls
+        };
+        assert_eq!(got.finish, Some(finish), "{name}: finish");
+        let usage = got.usage.unwrap();
+        let raw = |key: &str| expected["usage"][key].as_u64().unwrap_or(0);
+        assert_eq!(usage.input_tokens, raw("promptTokenCount"), "{name}");
+        assert_eq!(
+            usage.output_tokens,
+            raw("candidatesTokenCount") + raw("thoughtsTokenCount"),
+            "{name}"
+        );
+        assert_eq!(usage.reasoning_tokens, raw("thoughtsTokenCount"), "{name}");
+        let signed = got.message.parts.iter().any(|p| {
+            matches!(p, Part::Reasoning(r) if r.signature.is_some() && r.provider.as_deref() == Some("gemini"))
+        });
+        let wants_signature = expected["tool_call_has_thought_signature"]
+            .as_array()
+            .is_some_and(|s| s.contains(&json!(true)));
+        if wants_signature {
+            assert!(signed, "{name}: the thought signature is kept");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tool_round_sends_the_call_and_its_thought_signature_back() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(STREAM))
+        .and(header("x-goog-api-key", "g-key"))
+        .respond_with(|request: &Request| {
+            if String::from_utf8_lossy(&request.body).contains("functionResponse") {
+                sse(&[
+                    json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "2 + 3 = "}]}}]}),
+                    json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "5"}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 30, "candidatesTokenCount": 6}}),
+                ])
+            } else {
+                sse(&[
+                    json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Adding.", "thought": true}]}}]}),
+                    json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "add", "args": {"a": 2, "b": 3}}, "thoughtSignature": "g-sig"}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 5, "thoughtsTokenCount": 7}}),
+                ])
+            }
+        })
+        .mount(&server)
+        .await;
+    let add = from_fn("add", "Add two integers.", |v: Value, _| async move {
+        v["a"].as_i64().unwrap_or(0) + v["b"].as_i64().unwrap_or(0)
+    });
+    let agent = Agent::builder()
+        .provider(client(&server).thinking(512))
+        .system_prompt("You add.")
+        .tool(add)
+        .build();
+    let reply = agent.handle("a", "2 + 3?").await.unwrap();
+    assert_eq!(reply.text, "2 + 3 = 5");
+    assert_eq!(reply.usage.input_tokens, 50);
+    assert_eq!(reply.usage.reasoning_tokens, 7);
+    let bodies = bodies(&server).await;
+    insta::assert_json_snapshot!("gemini_tool_round_first_request", bodies[0]);
+    insta::assert_json_snapshot!("gemini_tool_round_second_request", bodies[1]);
+}
+
+#[tokio::test]
+async fn a_blocked_prompt_and_an_unfinished_stream_are_errors() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[
+            json!({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 4}}),
+        ]))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Half"}]}}]}),
+        ]))
+        .mount(&server)
+        .await;
+    let error = assemble(&client(&server), &[Message::user("x")])
+        .await
+        .unwrap_err()
+        .chain();
+    assert!(error.contains("blocked the prompt (SAFETY)"), "{error}");
+    let error = assemble(&client(&server), &[Message::user("x")])
+        .await
+        .unwrap_err()
+        .chain();
+    assert!(error.contains("no finishReason"), "{error}");
+}
+
+/// One conversation, three dialects: OpenAI-compatible (with a tool round),
+/// then Anthropic with thinking, then Gemini. Each request carries the whole
+/// conversation in its own form, and no dialect gets another's signatures.
+#[cfg(all(feature = "anthropic", feature = "sqlite"))]
+#[tokio::test]
+async fn a_conversation_moves_between_dialects() {
+    use ferrobot::history::SqliteHistory;
+    use ferrobot::provider::{Anthropic, OpenAiCompatible};
+    use ferrobot::testing::{text_sse, tool_call_sse};
+
+    let dir = crate::sqlite::TempDir::new("dialects");
+    let history = SqliteHistory::open(dir.file("h.db")).await.unwrap();
+    let add = || {
+        from_fn("add", "Add two integers.", |v: Value, _| async move {
+            v["a"].as_i64().unwrap_or(0) + v["b"].as_i64().unwrap_or(0)
+        })
+    };
+
+    let openai = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &Request| {
+            let body = if String::from_utf8_lossy(&request.body).contains("\"role\":\"tool\"") {
+                text_sse("It is 5.")
+            } else {
+                tool_call_sse("call_1", "add", &json!({"a": 2, "b": 3}))
+            };
+            ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+        })
+        .mount(&openai)
+        .await;
+    let agent = |provider: std::sync::Arc<dyn ferrobot::provider::Provider>| {
+        Agent::builder()
+            .provider(provider)
+            .history(history.clone())
+            .tool(add())
+            .build()
+    };
+    let first = agent(std::sync::Arc::new(
+        OpenAiCompatible::new(format!("{}/v1", openai.uri())).model("local"),
+    ));
+    assert_eq!(first.handle("c", "2 + 3?").await.unwrap().text, "It is 5.");
+
+    let anthropic = MockServer::start().await;
+    let events = [
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Double it."}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "ant-sig"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "10."}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}}),
+        json!({"type": "message_stop"}),
+    ];
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&anthropic)
+        .await;
+    let second = agent(std::sync::Arc::new(
+        Anthropic::with_base_url(anthropic.uri())
+            .model("claude-test")
+            .thinking(1024),
+    ));
+    assert_eq!(second.handle("c", "Doubled?").await.unwrap().text, "10.");
+    let sent = &bodies(&anthropic).await[0];
+    assert_eq!(sent["messages"][1]["content"][0]["type"], "tool_use");
+    assert_eq!(sent["messages"][1]["content"][0]["id"], "call_1");
+    assert_eq!(sent["messages"][2]["content"][0]["tool_use_id"], "call_1");
+
+    let gemini = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(STREAM))
+        .respond_with(sse(&[
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "20."}]}, "finishReason": "STOP"}]}),
+        ]))
+        .mount(&gemini)
+        .await;
+    let third = agent(std::sync::Arc::new(client(&gemini)));
+    assert_eq!(
+        third.handle("c", "Doubled again?").await.unwrap().text,
+        "20."
+    );
+    let sent = &bodies(&gemini).await[0];
+    let text = sent.to_string();
+    assert!(!text.contains("ant-sig"), "{text}");
+    let contents = sent["contents"].as_array().unwrap();
+    let roles: Vec<&str> = contents
+        .iter()
+        .map(|c| c["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "model", "user", "model", "user", "model", "user"]
+    );
+    assert_eq!(contents[1]["parts"][0]["functionCall"]["name"], "add");
+    assert_eq!(contents[2]["parts"][0]["functionResponse"]["name"], "add");
+    assert_eq!(
+        contents[2]["parts"][0]["functionResponse"]["response"]["result"],
+        "5"
+    );
+    assert_eq!(contents[5]["parts"], json!([{"text": "10."}]));
+}
+
+#[tokio::test]
+async fn health_checks_the_model_with_the_key() {
+    use ferrobot::provider::Provider;
+
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1beta/models/gemini-test"))
+        .and(header("x-goog-api-key", "g-key"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"name": "models/gemini-test"})),
+        )
+        .mount(&server)
+        .await;
+    let health = client(&server).health().await;
+    assert!(health.is_ok(), "{health:?}");
+    assert_eq!(health.model_present, Some(true));
+
+    let health = client(&server).model("gemini-missing").health().await;
+    assert_eq!(health.model_present, Some(false));
+    let detail = health.detail.unwrap();
+    assert!(detail.contains("no model `gemini-missing`"), "{detail}");
+}
