@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{assemble, corpus};
+use crate::support::{Recording, assemble, recordings};
 
 fn client(server: &MockServer) -> Anthropic {
     Anthropic::with_base_url(server.uri())
@@ -27,18 +27,12 @@ fn sse(events: &[Value]) -> ResponseTemplate {
 /// Replays every recording of corpus/03 and compares with `expected.json`.
 #[tokio::test]
 async fn anthropic_recordings_assemble_as_recorded() {
-    let Some(dir) = corpus("03_anthropic_messages_stream") else {
-        return;
-    };
-    let mut items: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    items.sort();
-    for item in items {
-        let name = item.file_name().unwrap().to_string_lossy().into_owned();
-        let expected: Value =
-            serde_json::from_slice(&std::fs::read(item.join("expected.json")).unwrap()).unwrap();
+    for Recording {
+        name,
+        dir: item,
+        expected,
+    } in recordings("03_anthropic_messages_stream")
+    {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path("/v1/messages"))

@@ -6,22 +6,17 @@ use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{assemble, corpus};
+use crate::support::{Recording, assemble, recordings};
 
 /// Replays every item of a corpus category and compares the assembled
 /// message with its `expected.json`.
 async fn replay(category: &str, streaming: bool) {
-    let Some(dir) = corpus(category) else { return };
-    let mut items: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    items.sort();
-    assert!(!items.is_empty(), "{} holds no recordings", dir.display());
-    for item in items {
-        let name = item.file_name().unwrap().to_string_lossy().into_owned();
-        let expected: Value =
-            serde_json::from_slice(&std::fs::read(item.join("expected.json")).unwrap()).unwrap();
+    for Recording {
+        name,
+        dir: item,
+        expected,
+    } in recordings(category)
+    {
         let (body, content_type) = if streaming {
             (
                 std::fs::read(item.join("response.txt")).unwrap(),

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{assemble, corpus};
+use crate::support::{Recording, assemble, recordings};
 
 const STREAM: &str = "/v1beta/models/gemini-test:streamGenerateContent";
 
@@ -40,18 +40,12 @@ async fn bodies(server: &MockServer) -> Vec<Value> {
 /// Replays every recording of corpus/04 and compares with `expected.json`.
 #[tokio::test]
 async fn gemini_recordings_assemble_as_recorded() {
-    let Some(dir) = corpus("04_gemini_stream_sse") else {
-        return;
-    };
-    let mut items: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    items.sort();
-    for item in items {
-        let name = item.file_name().unwrap().to_string_lossy().into_owned();
-        let expected: Value =
-            serde_json::from_slice(&std::fs::read(item.join("expected.json")).unwrap()).unwrap();
+    for Recording {
+        name,
+        dir: item,
+        expected,
+    } in recordings("04_gemini_stream_sse")
+    {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path(STREAM))

@@ -7,23 +7,17 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{assemble, corpus};
+use crate::support::{Recording, assemble, recordings};
 
 /// Replays every recording of corpus/05 and compares with `expected.json`.
 #[tokio::test]
 async fn ollama_recordings_assemble_as_recorded() {
-    let Some(dir) = corpus("05_ollama_chat_ndjson") else {
-        return;
-    };
-    let mut items: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    items.sort();
-    for item in items {
-        let name = item.file_name().unwrap().to_string_lossy().into_owned();
-        let expected: Value =
-            serde_json::from_slice(&std::fs::read(item.join("expected.json")).unwrap()).unwrap();
+    for Recording {
+        name,
+        dir: item,
+        expected,
+    } in recordings("05_ollama_chat_ndjson")
+    {
         let (body, status) = match std::fs::read(item.join("response.txt")) {
             Ok(body) => (body, 200),
             Err(_) => {

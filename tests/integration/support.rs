@@ -101,6 +101,36 @@ pub(crate) fn corpus(category: &str) -> Option<std::path::PathBuf> {
     }
 }
 
+/// One recording of the corpus: its folder's name, the folder, and what a
+/// correct client assembles from it.
+pub(crate) struct Recording {
+    pub(crate) name: String,
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) expected: serde_json::Value,
+}
+
+/// Every recording of a corpus category, in name order; none, with a notice,
+/// when the corpus is absent.
+pub(crate) fn recordings(category: &str) -> Vec<Recording> {
+    let Some(dir) = corpus(category) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty(), "{} holds no recordings", dir.display());
+    dirs.into_iter()
+        .map(|dir| Recording {
+            name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+            expected: serde_json::from_slice(&std::fs::read(dir.join("expected.json")).unwrap())
+                .unwrap(),
+            dir,
+        })
+        .collect()
+}
+
 /// A loopback server that sends the response head and `first`, then stays
 /// silent with the connection open.
 pub(crate) async fn serve_then_stall(first: &'static str) -> SocketAddr {
