@@ -655,6 +655,18 @@ mod tools {
 
 #[rustfmt::skip]
 mod providers {
+    #[cfg(feature = "responses")]
+    #[test]
+    fn responses() {
+        use ferrobot::provider::OpenAiResponses;
+
+        let gpt = OpenAiResponses::new("https://api.openai.com/v1")
+            .model("gpt-5-mini")
+            .api_key_env("OPENAI_API_KEY")
+            .reasoning_effort("low");
+        assert!(format!("{gpt:?}").contains("gpt-5-mini"));
+    }
+
     #[cfg(feature = "gemini")]
     #[test]
     fn gemini() {

@@ -9,7 +9,7 @@ use figment::{Figment, Profile};
 use serde::{Deserialize, Serialize};
 
 /// The dialects a config may name in `llm.provider`.
-pub const PROVIDERS: [&str; 4] = ["openai", "ollama", "anthropic", "gemini"];
+pub const PROVIDERS: [&str; 5] = ["openai", "ollama", "anthropic", "gemini", "responses"];
 
 /// A bot's settings, layered: built-in defaults, then a config file (`-c
 /// FILE`, else `./ferrobot.toml`, else the per-user config dir), then
@@ -453,7 +453,8 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, Strin
 impl LoadedConfig {
     /// The provider the `[llm]` section describes: `openai` (any
     /// OpenAI-compatible server), `ollama` (Ollama's native API; a base URL
-    /// ending in `/v1` is taken as the server's root), `anthropic`
+    /// ending in `/v1` is taken as the server's root), `responses` (OpenAI's
+    /// Responses API, at the same base URL as `openai`), `anthropic`
     /// (Anthropic's Messages API) or `gemini` (Google's Gemini API); for
     /// these two, the default base URL (a local Ollama) is taken as the
     /// vendor's own. The API key comes from `llm.api_key`, else from the
@@ -500,6 +501,18 @@ impl LoadedConfig {
                 gemini = gemini.api_key(key);
             }
             return std::sync::Arc::new(gemini);
+        }
+        #[cfg(feature = "responses")]
+        if llm.provider == "responses" {
+            let mut responses =
+                crate::provider::OpenAiResponses::new(&llm.base_url).model(&llm.model);
+            if let Some(temperature) = llm.temperature {
+                responses = responses.temperature(temperature);
+            }
+            if let Some(key) = self.api_key() {
+                responses = responses.api_key(key);
+            }
+            return std::sync::Arc::new(responses);
         }
         let mut provider = crate::provider::OpenAiCompatible::new(&llm.base_url)
             .model(&llm.model)

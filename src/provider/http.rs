@@ -26,7 +26,12 @@ pub(crate) fn secret(key: &str) -> Option<reqwest::header::HeaderValue> {
 /// Sends `request` to `endpoint` (already redacted, for messages), waiting
 /// at most `read_timeout` for the response head. Statuses are the caller's
 /// to check, since some dialects add hints to them.
-#[cfg(any(feature = "ollama", feature = "anthropic", feature = "gemini"))]
+#[cfg(any(
+    feature = "ollama",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "responses"
+))]
 pub(crate) async fn send(
     request: reqwest::RequestBuilder,
     endpoint: &str,
@@ -45,7 +50,7 @@ pub(crate) async fn send(
 /// need: reachable and answering 2xx within five seconds. With `model`, `url`
 /// names that model, and a 404 means the server lacks it; without, the model
 /// is left unchecked.
-#[cfg(any(feature = "anthropic", feature = "gemini"))]
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
 pub(crate) async fn probe(
     client: &Result<reqwest::Client, String>,
     url: &str,

@@ -22,8 +22,15 @@ pub(crate) mod http;
 mod ollama;
 #[cfg(feature = "openai")]
 mod openai;
+#[cfg(feature = "responses")]
+mod responses;
 mod retry;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "responses"
+))]
 pub(crate) mod sse;
 mod staged;
 mod think;
@@ -50,6 +57,9 @@ pub use ollama::Ollama;
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::OpenAiCompatible;
+#[cfg(feature = "responses")]
+#[cfg_attr(docsrs, doc(cfg(feature = "responses")))]
+pub use responses::OpenAiResponses;
 pub use retry::RetryPolicy;
 pub use think::ThinkSplitter;
 

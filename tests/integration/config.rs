@@ -89,7 +89,7 @@ fn unknown_keys_and_bad_values_name_the_key_and_the_file() {
             .to_string();
         assert!(
             error.contains(
-                "`llm.provider` is `gpt`; accepted values: openai, ollama, anthropic, gemini"
+                "`llm.provider` is `gpt`; accepted values: openai, ollama, anthropic, gemini, responses"
             ),
             "{error}"
         );

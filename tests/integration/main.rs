@@ -9,6 +9,9 @@ mod anthropic;
 
 #[cfg(all(feature = "gemini", feature = "openai"))]
 mod gemini;
+
+#[cfg(all(feature = "responses", feature = "openai"))]
+mod responses;
 // The turn loop against `MockProvider`: tools, confirmation, slash commands,
 // round cap, locks, cancellation, events.
 mod agent;
