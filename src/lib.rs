@@ -49,5 +49,5 @@ pub use ferrobot_macros::{tool, toolbox};
 
 pub use agent::{Agent, AgentEvent, Reply, TurnStream};
 pub use error::{BoxError, Error, Result};
-pub use message::{Message, Part, Reasoning, Role, ToolCall, ToolResult, ToolSpec, Usage};
+pub use message::{Message, Opaque, Part, Reasoning, Role, ToolCall, ToolResult, ToolSpec, Usage};
 pub use tool::{Tool, ToolContext};

@@ -73,6 +73,30 @@ pub enum Part {
     ToolCall(ToolCall),
     /// The outcome of a tool call.
     ToolResult(ToolResult),
+    /// Something a provider produced and ran on its own side (Anthropic's
+    /// web search or MCP blocks), kept verbatim so the same dialect gets it
+    /// back; other dialects leave it out.
+    Opaque(Opaque),
+}
+
+/// A provider's own content block, kept as it came.
+///
+/// # Examples
+/// ```
+/// use ferrobot::{Message, Opaque, Part, Role};
+/// let search = Opaque {
+///     provider: "anthropic".into(),
+///     value: serde_json::json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rust"}}),
+/// };
+/// let message = Message::new(Role::Assistant, vec![Part::Opaque(search), Part::text("Found it.")]);
+/// assert_eq!(message.text(), "Found it.");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Opaque {
+    /// The dialect that made it, e.g. `"anthropic"`.
+    pub provider: String,
+    /// The block, in that dialect's wire form.
+    pub value: serde_json::Value,
 }
 
 /// The model's reasoning, with what a provider needs to accept it back.

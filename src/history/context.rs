@@ -46,6 +46,7 @@ impl TokenEstimator for CharEstimate {
                     call.name.len() + call.arguments.to_string().len() + call.id.len()
                 }
                 Part::ToolResult(result) => result.content.chars().count() + result.call_id.len(),
+                Part::Opaque(opaque) => opaque.value.to_string().len(),
             })
             .sum();
         chars.div_ceil(3) + 4

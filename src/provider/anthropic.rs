@@ -15,7 +15,7 @@ use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
     ToolCallDelta,
 };
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Message, Opaque, Part, Role, Usage};
 
 /// Marks reasoning signed by Anthropic.
 const SIGNED: &str = "anthropic";
@@ -267,6 +267,7 @@ fn assistant_block(part: &Part) -> Option<Value> {
             (Some(REDACTED), Some(data)) => json!({"type": "redacted_thinking", "data": data}),
             _ => return None,
         },
+        Part::Opaque(opaque) if opaque.provider == SIGNED => opaque.value.clone(),
         Part::ToolCall(call) => {
             let input = if call.arguments.is_object() {
                 call.arguments.clone()
@@ -292,7 +293,8 @@ struct Decoder {
 
 enum Block {
     Call(usize),
-    Skipped,
+    /// A server tool block: the block so far, and its input's JSON text.
+    Server(Value, String),
     Content,
 }
 
@@ -366,9 +368,11 @@ impl SseDecoder for Decoder {
                         }));
                     }
                     // Server tools (web search, tool search, MCP) ran on
-                    // Anthropic's side; they are not the agent's to run.
+                    // Anthropic's side; they are not the agent's to run,
+                    // but they are kept and sent back as they came.
                     _ => {
-                        self.blocks.insert(index, Block::Skipped);
+                        self.blocks
+                            .insert(index, Block::Server(block.clone(), String::new()));
                     }
                 }
             }
@@ -379,7 +383,12 @@ impl SseDecoder for Decoder {
                     delta["type"].as_str().unwrap_or_default(),
                     self.blocks.get(&index),
                 ) {
-                    (_, Some(Block::Skipped)) => {}
+                    ("input_json_delta", Some(Block::Server(..))) => {
+                        if let Some(Block::Server(_, input)) = self.blocks.get_mut(&index) {
+                            input.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                        }
+                    }
+                    (_, Some(Block::Server(..))) => {}
                     ("text_delta", _) => out.push_back(StreamEvent::TextDelta(text("text"))),
                     ("thinking_delta", _) => {
                         out.push_back(StreamEvent::ReasoningDelta(text("thinking")))
@@ -398,6 +407,17 @@ impl SseDecoder for Decoder {
                         }));
                     }
                     _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(Block::Server(mut value, input)) = self.blocks.remove(&index) {
+                    if let Ok(input) = serde_json::from_str::<Value>(&input) {
+                        value["input"] = input;
+                    }
+                    out.push_back(StreamEvent::Opaque(Opaque {
+                        provider: SIGNED.into(),
+                        value,
+                    }));
                 }
             }
             "message_delta" => {

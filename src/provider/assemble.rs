@@ -72,6 +72,7 @@ impl Assembler {
                 provider,
             } => self.sign_reasoning(signature, provider),
             StreamEvent::ToolCallDelta(delta) => self.push_call(delta),
+            StreamEvent::Opaque(opaque) => self.parts.push(Part::Opaque(opaque.clone())),
             StreamEvent::Usage(usage) => self.usage = Some(*usage),
             StreamEvent::Finish(reason) => self.finish = Some(reason.clone()),
         }

@@ -229,6 +229,8 @@ pub enum StreamEvent {
     },
     /// A piece of a refusal.
     RefusalDelta(String),
+    /// A whole block the provider ran on its own side, kept verbatim.
+    Opaque(crate::message::Opaque),
     /// A piece of a tool call.
     ToolCallDelta(ToolCallDelta),
     /// Token counts for this call so far; a later event replaces an earlier one.

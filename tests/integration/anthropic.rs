@@ -82,6 +82,37 @@ async fn anthropic_recordings_assemble_as_recorded() {
             "{name}"
         );
         assert_eq!(usage.output_tokens, raw("output_tokens"), "{name}");
+        // Server tool blocks are kept as they came, inputs assembled.
+        let kept: Vec<&Value> = got
+            .message
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Opaque(o) if o.provider == "anthropic" => Some(&o.value),
+                _ => None,
+            })
+            .collect();
+        let wanted: Vec<&Value> = expected["content_blocks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| {
+                !["text", "thinking", "redacted_thinking", "tool_use"]
+                    .contains(&b["type"].as_str().unwrap_or_default())
+            })
+            .collect();
+        assert_eq!(kept.len(), wanted.len(), "{name}: server blocks kept");
+        for server in expected["server_tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            assert!(
+                kept.iter()
+                    .any(|k| k["id"] == server["id"] && k["input"] == server["arguments"]),
+                "{name}: {server} kept with its input"
+            );
+        }
         // Thinking keeps its signature; redacted thinking is kept whole.
         for block in expected["content_blocks"].as_array().into_iter().flatten() {
             match block["type"].as_str() {
@@ -161,7 +192,7 @@ async fn a_tool_round_sends_thinking_and_its_signature_back() {
 }
 
 #[tokio::test]
-async fn overloaded_is_retried_and_other_dialects_reasoning_is_dropped() {
+async fn overloaded_is_retried_and_only_anthropics_own_blocks_go_back() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(sse(&[json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]))
@@ -192,6 +223,14 @@ async fn overloaded_is_retried_and_other_dialects_reasoning_is_dropped() {
                     signature: Some("g-sig".into()),
                     provider: Some("gemini".into()),
                 }),
+                Part::Opaque(ferrobot::Opaque {
+                    provider: "anthropic".into(),
+                    value: json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "hi"}}),
+                }),
+                Part::Opaque(ferrobot::Opaque {
+                    provider: "elsewhere".into(),
+                    value: json!({"type": "mystery"}),
+                }),
                 Part::text("Hello."),
             ],
         ),
@@ -204,8 +243,11 @@ async fn overloaded_is_retried_and_other_dialects_reasoning_is_dropped() {
     let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
     assert_eq!(
         body["messages"][1]["content"],
-        json!([{"type": "text", "text": "Hello."}]),
-        "foreign reasoning is dropped"
+        json!([
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "hi"}},
+            {"type": "text", "text": "Hello."}
+        ]),
+        "foreign reasoning and blocks are dropped; Anthropic's own server blocks go back"
     );
     assert_eq!(body["max_tokens"], 4096);
 }
