@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use futures_util::stream::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{build_client, check_status, probe, redact, retried, secret, send};
-use super::sse::{Events, SseDecoder, SseEvents};
+use super::http::{build_client, probe, redact, retried, secret};
+use super::sse::{self, Events, SseDecoder};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
     ToolCallDelta,
@@ -201,24 +200,17 @@ impl Anthropic {
     }
 
     async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| ProviderError::Config(e.clone()))?;
-        let builder = client
-            .post(&self.endpoint)
-            .headers(self.headers())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        let endpoint = redact(&self.endpoint);
-        let response = check_status(send(builder, &endpoint, self.read_timeout).await?).await?;
-        Ok(SseEvents::new(
-            response.bytes_stream(),
-            Decoder::default(),
-            endpoint,
+        let headers = self.headers();
+        let decoder = Decoder::default();
+        sse::post(
+            &self.client,
+            &self.endpoint,
+            headers,
+            body,
             self.read_timeout,
+            decoder,
         )
-        .boxed())
+        .await
     }
 }
 

@@ -16,7 +16,7 @@ use super::{EventStream, ProviderError, RetryPolicy};
 /// of its `Debug` output); `None` for a key no header can carry.
 /// Surrounding whitespace (a key read from a file ends in a newline) is not
 /// part of the key.
-#[cfg(any(feature = "anthropic", feature = "gemini"))]
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
 pub(crate) fn secret(key: &str) -> Option<reqwest::header::HeaderValue> {
     let mut value = reqwest::header::HeaderValue::from_str(key.trim()).ok()?;
     value.set_sensitive(true);

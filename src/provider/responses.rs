@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use futures_util::stream::StreamExt;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
-use super::http::{build_client, check_status, probe, redact, retried, send};
-use super::sse::{Events, SseDecoder, SseEvents};
+use super::http::{build_client, probe, redact, retried, secret};
+use super::sse::{self, Events, SseDecoder};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
     ToolCallDelta,
@@ -125,12 +124,11 @@ impl OpenAiResponses {
 
     fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        if let Some(mut value) = self
+        if let Some(value) = self
             .api_key
             .as_deref()
-            .and_then(|key| HeaderValue::from_str(&format!("Bearer {}", key.trim())).ok())
+            .and_then(|key| secret(&format!("Bearer {}", key.trim())))
         {
-            value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
         headers
@@ -177,24 +175,17 @@ impl OpenAiResponses {
     }
 
     async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| ProviderError::Config(e.clone()))?;
-        let builder = client
-            .post(&self.endpoint)
-            .headers(self.headers())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        let endpoint = redact(&self.endpoint);
-        let response = check_status(send(builder, &endpoint, self.read_timeout).await?).await?;
-        Ok(SseEvents::new(
-            response.bytes_stream(),
-            Decoder::default(),
-            endpoint,
+        let headers = self.headers();
+        let decoder = Decoder::default();
+        sse::post(
+            &self.client,
+            &self.endpoint,
+            headers,
+            body,
             self.read_timeout,
+            decoder,
         )
-        .boxed())
+        .await
     }
 }
 

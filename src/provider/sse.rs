@@ -64,6 +64,32 @@ pub(crate) struct SseEvents<S, D> {
     idle: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
+/// POSTs the JSON `body` to `url` with `headers`, and once the server
+/// answered well, streams its events through `decoder`: the whole of
+/// `connect` for the dialects that need nothing more.
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
+pub(crate) async fn post<'a, D: SseDecoder + Unpin + Send + 'a>(
+    client: &Result<reqwest::Client, String>,
+    url: &str,
+    headers: reqwest::header::HeaderMap,
+    body: Bytes,
+    read_timeout: Duration,
+    decoder: D,
+) -> Result<super::EventStream<'a>, ProviderError> {
+    let client = client
+        .as_ref()
+        .map_err(|e| ProviderError::Config(e.clone()))?;
+    let request = client
+        .post(url)
+        .headers(headers)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body);
+    let endpoint = super::http::redact(url);
+    let response = super::http::send(request, &endpoint, read_timeout).await?;
+    let response = super::http::check_status(response).await?;
+    Ok(SseEvents::new(response.bytes_stream(), decoder, endpoint, read_timeout).boxed())
+}
+
 impl<S, D: SseDecoder> SseEvents<S, D> {
     pub(crate) fn new(body: S, decoder: D, endpoint: String, read_timeout: Duration) -> Self {
         Self {
