@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, recordings};
+use crate::support::{Recording, assemble, bodies, recordings};
 
 fn client(server: &MockServer) -> Anthropic {
     Anthropic::with_base_url(server.uri())
@@ -27,34 +27,13 @@ fn sse(events: &[Value]) -> ResponseTemplate {
 /// Replays every recording of corpus/03 and compares with `expected.json`.
 #[tokio::test]
 async fn anthropic_recordings_assemble_as_recorded() {
-    for Recording {
-        name,
-        dir: item,
-        expected,
-    } in recordings("03_anthropic_messages_stream")
-    {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(
-                std::fs::read(item.join("response.txt")).unwrap(),
-                "text/event-stream",
-            ))
-            .mount(&server)
-            .await;
+    for recording in recordings("03_anthropic_messages_stream") {
+        let Recording { name, expected, .. } = &recording;
+        let server = recording.serve_stream("/v1/messages").await;
         let got = assemble(&client(&server), &[Message::user("replay")])
             .await
             .unwrap_or_else(|e| panic!("{name}: {}", e.chain()));
-        assert_eq!(
-            got.message.text(),
-            expected["content"].as_str().unwrap_or_default(),
-            "{name}: content"
-        );
-        assert_eq!(
-            got.message.reasoning().unwrap_or_default(),
-            expected["reasoning"].as_str().unwrap_or_default(),
-            "{name}: reasoning"
-        );
+        recording.assert_text(&got.message);
         let calls: Vec<Value> = got
             .message
             .tool_calls()
@@ -180,13 +159,7 @@ async fn a_tool_round_sends_thinking_and_its_signature_back() {
     assert_eq!(reply.text, "2 + 3 = 5");
     assert_eq!(reply.usage.input_tokens, 48 + 50);
     assert_eq!(reply.usage.cached_tokens, 8);
-    let bodies: Vec<Value> = server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect();
+    let bodies = bodies(&server).await;
     insta::assert_json_snapshot!("anthropic_tool_round_first_request", bodies[0]);
     insta::assert_json_snapshot!("anthropic_tool_round_second_request", bodies[1]);
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, recordings};
+use crate::support::{Recording, assemble, bodies, recordings};
 
 const STREAM: &str = "/v1beta/models/gemini-test:streamGenerateContent";
 
@@ -27,47 +27,16 @@ fn sse(chunks: &[Value]) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
 }
 
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
-}
-
 /// Replays every recording of corpus/04 and compares with `expected.json`.
 #[tokio::test]
 async fn gemini_recordings_assemble_as_recorded() {
-    for Recording {
-        name,
-        dir: item,
-        expected,
-    } in recordings("04_gemini_stream_sse")
-    {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(STREAM))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(
-                std::fs::read(item.join("response.txt")).unwrap(),
-                "text/event-stream",
-            ))
-            .mount(&server)
-            .await;
+    for recording in recordings("04_gemini_stream_sse") {
+        let Recording { name, expected, .. } = &recording;
+        let server = recording.serve_stream(STREAM).await;
         let got = assemble(&client(&server), &[Message::user("replay")])
             .await
             .unwrap_or_else(|e| panic!("{name}: {}", e.chain()));
-        assert_eq!(
-            got.message.text(),
-            expected["content"].as_str().unwrap_or_default(),
-            "{name}: content"
-        );
-        assert_eq!(
-            got.message.reasoning().unwrap_or_default(),
-            expected["reasoning"].as_str().unwrap_or_default(),
-            "{name}: reasoning"
-        );
+        recording.assert_text(&got.message);
         let calls: Vec<_> = got.message.tool_calls().collect();
         let wanted = expected["tool_calls"].as_array().unwrap();
         assert_eq!(calls.len(), wanted.len(), "{name}: tool calls");

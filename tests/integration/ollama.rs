@@ -7,17 +7,17 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, recordings};
+use crate::support::{Recording, assemble, bodies, recordings};
 
 /// Replays every recording of corpus/05 and compares with `expected.json`.
 #[tokio::test]
 async fn ollama_recordings_assemble_as_recorded() {
-    for Recording {
-        name,
-        dir: item,
-        expected,
-    } in recordings("05_ollama_chat_ndjson")
-    {
+    for recording in recordings("05_ollama_chat_ndjson") {
+        let Recording {
+            name,
+            dir: item,
+            expected,
+        } = &recording;
         let (body, status) = match std::fs::read(item.join("response.txt")) {
             Ok(body) => (body, 200),
             Err(_) => {
@@ -45,16 +45,7 @@ async fn ollama_recordings_assemble_as_recorded() {
             continue;
         }
         let got = got.unwrap_or_else(|e| panic!("{name}: {}", e.chain()));
-        assert_eq!(
-            got.message.text(),
-            expected["content"].as_str().unwrap_or_default(),
-            "{name}: content"
-        );
-        assert_eq!(
-            got.message.reasoning().unwrap_or_default(),
-            expected["reasoning"].as_str().unwrap_or_default(),
-            "{name}"
-        );
+        recording.assert_text(&got.message);
         let calls: Vec<(String, Value)> = got
             .message
             .tool_calls()
@@ -134,11 +125,7 @@ async fn a_tool_round_over_the_native_api() {
     assert_eq!(reply.text, "2 + 3 = 5");
     assert_eq!(reply.reasoning.as_deref(), Some("It said 5."));
     assert_eq!(reply.usage.input_tokens, 50);
-    let requests = server.received_requests().await.unwrap();
-    let bodies: Vec<Value> = requests
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect();
+    let bodies = bodies(&server).await;
     insta::assert_json_snapshot!("ollama_tool_round_second_request", bodies[1]);
     assert_eq!(bodies[0]["think"], true);
     assert_eq!(bodies[0]["options"]["num_ctx"], 8192);

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{assemble, events};
+use crate::support::{assemble, bodies, events};
 
 fn sse(body: impl Into<String>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body.into(), "text/event-stream")
@@ -36,14 +36,6 @@ fn client(server: &MockServer) -> OpenAiCompatible {
                 .initial_backoff(Duration::from_millis(10))
                 .build(),
         )
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    let requests = server.received_requests().await.unwrap();
-    requests
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
 }
 
 /// Serves the raw SSE text and returns the assembled reply.

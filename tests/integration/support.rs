@@ -101,12 +101,54 @@ pub(crate) fn corpus(category: &str) -> Option<std::path::PathBuf> {
     }
 }
 
+/// The JSON bodies of every request `server` received, in order.
+pub(crate) async fn bodies(server: &wiremock::MockServer) -> Vec<serde_json::Value> {
+    let requests = server.received_requests().await.unwrap();
+    requests
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
 /// One recording of the corpus: its folder's name, the folder, and what a
 /// correct client assembles from it.
 pub(crate) struct Recording {
     pub(crate) name: String,
     pub(crate) dir: std::path::PathBuf,
     pub(crate) expected: serde_json::Value,
+}
+
+impl Recording {
+    /// A loopback server answering POSTs to `route` with this recording's
+    /// `response.txt` as an event stream.
+    pub(crate) async fn serve_stream(&self, route: &str) -> wiremock::MockServer {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .and(wiremock::matchers::path(route))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(
+                std::fs::read(self.dir.join("response.txt")).unwrap(),
+                "text/event-stream",
+            ))
+            .mount(&server)
+            .await;
+        server
+    }
+
+    /// Asserts that `message` has the text and reasoning `expected.json`
+    /// names (absent counts as empty).
+    pub(crate) fn assert_text(&self, message: &Message) {
+        let name = &self.name;
+        assert_eq!(
+            message.text(),
+            self.expected["content"].as_str().unwrap_or_default(),
+            "{name}: content"
+        );
+        assert_eq!(
+            message.reasoning().unwrap_or_default(),
+            self.expected["reasoning"].as_str().unwrap_or_default(),
+            "{name}: reasoning"
+        );
+    }
 }
 
 /// Every recording of a corpus category, in name order; none, with a notice,
