@@ -26,6 +26,7 @@ pub(crate) const CANCELLED_BY_USER: &str = "Cancelled by user.";
 pub(crate) async fn run_calls(
     inner: &Inner,
     conversation: &Arc<str>,
+    user: Option<&str>,
     calls: &[ToolCall],
     bad_arguments: &HashMap<String, u32>,
     sink: &impl EventSink,
@@ -54,7 +55,7 @@ pub(crate) async fn run_calls(
     let runs: Vec<_> = calls
         .iter()
         .zip(decided)
-        .map(|(call, decided)| run_one(inner, conversation, call, decided, sink, cancel))
+        .map(|(call, decided)| run_one(inner, conversation, user, call, decided, sink, cancel))
         .collect();
     stream::iter(runs).buffered(limit).collect().await
 }
@@ -138,6 +139,7 @@ fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) 
 async fn run_one(
     inner: &Inner,
     conversation: &Arc<str>,
+    user: Option<&str>,
     call: &ToolCall,
     decided: Decided,
     sink: &impl EventSink,
@@ -164,7 +166,7 @@ async fn run_one(
                 tool: call.name.clone(),
             }))
             .await;
-            match ask(inner, conversation, call, prompt, cancel).await {
+            match ask(inner, conversation, user, call, prompt, cancel).await {
                 Ok(Decision::Approve) => {}
                 Ok(Decision::Decline) => {
                     return (ToolOutcome::Declined, CANCELLED_BY_USER.to_owned());
@@ -193,6 +195,7 @@ async fn run_one(
 async fn ask(
     inner: &Inner,
     conversation: &Arc<str>,
+    user: Option<&str>,
     call: &ToolCall,
     prompt: String,
     cancel: &CancellationToken,
@@ -209,6 +212,7 @@ async fn ask(
     };
     let request = ConfirmRequest {
         conversation: conversation.to_string(),
+        user: user.map(str::to_owned),
         call_id: call.id.clone(),
         tool: call.name.clone(),
         prompt,

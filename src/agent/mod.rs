@@ -171,7 +171,7 @@ impl Agent {
     /// [`Error::user_message`]), [`Error::History`] when the store fails.
     pub async fn handle(&self, conversation: &str, text: &str) -> Result<Reply> {
         let cancel = CancellationToken::new();
-        turn::run(&self.inner, conversation.into(), text, &NoSink, &cancel).await
+        turn::run(&self.inner, conversation.into(), None, text, &NoSink, &cancel).await
     }
 
     /// Runs one turn in the background, yielding its events as they happen.
@@ -201,6 +201,21 @@ impl Agent {
     /// # }
     /// ```
     pub fn stream(&self, conversation: &str, text: &str) -> TurnStream {
+        self.start(conversation, None, text)
+    }
+
+    /// [`stream`](Self::stream), noting who started the turn: its
+    /// confirmation requests carry the user
+    /// ([`ConfirmRequest::user`](crate::confirm::ConfirmRequest::user)), so
+    /// a chat bot can let only them answer.
+    ///
+    /// # Panics
+    /// When called outside a Tokio runtime.
+    pub fn stream_from(&self, conversation: &str, user: &str, text: &str) -> TurnStream {
+        self.start(conversation, Some(user), text)
+    }
+
+    fn start(&self, conversation: &str, user: Option<&str>, text: &str) -> TurnStream {
         let (tx, rx) = mpsc::channel(64);
         let cancel = CancellationToken::new();
         let sink = ChannelSink {
@@ -209,9 +224,18 @@ impl Agent {
         };
         let inner = Arc::clone(&self.inner);
         let (conversation, text) = (Arc::<str>::from(conversation), text.to_owned());
+        let user = user.map(str::to_owned);
         let turn_cancel = cancel.clone();
         tokio::spawn(async move {
-            let end = match turn::run(&inner, conversation, &text, &sink, &turn_cancel).await {
+            let turn = turn::run(
+                &inner,
+                conversation,
+                user.as_deref(),
+                &text,
+                &sink,
+                &turn_cancel,
+            );
+            let end = match turn.await {
                 Ok(reply) => Ok(AgentEvent::Done(reply)),
                 Err(e) => Err(e),
             };

@@ -15,6 +15,7 @@ use crate::provider::assemble::generate_call_id;
 pub(super) async fn run(
     inner: &Inner,
     conversation: &Arc<str>,
+    user: Option<&str>,
     command: &str,
     sink: &impl EventSink,
     cancel: &CancellationToken,
@@ -38,6 +39,7 @@ pub(super) async fn run(
     let mut results = exec::run_calls(
         inner,
         conversation,
+        user,
         std::slice::from_ref(&call),
         &Default::default(),
         sink,

@@ -18,17 +18,19 @@ use crate::provider::{Assembled, Assembler, ChatRequest, ProviderError, StreamEv
 pub(super) async fn run(
     inner: &Inner,
     conversation: Arc<str>,
+    user: Option<&str>,
     text: &str,
     sink: &impl EventSink,
     cancel: &CancellationToken,
 ) -> Result<Reply> {
     if let Some(command) = text.trim_start().strip_prefix('/') {
-        return Ok(slash::run(inner, &conversation, command, sink, cancel).await);
+        return Ok(slash::run(inner, &conversation, user, command, sink, cancel).await);
     }
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
     Turn {
         inner,
         conversation,
+        user,
         sink,
         cancel,
         usage: Usage::default(),
@@ -43,6 +45,7 @@ pub(super) async fn run(
 struct Turn<'a, S> {
     inner: &'a Inner,
     conversation: Arc<str>,
+    user: Option<&'a str>,
     sink: &'a S,
     cancel: &'a CancellationToken,
     usage: Usage,
@@ -100,6 +103,7 @@ impl<S: EventSink> Turn<'_, S> {
                 exec::run_calls(
                     self.inner,
                     &self.conversation,
+                    self.user,
                     &calls,
                     &self.bad_arguments,
                     self.sink,

@@ -2,12 +2,16 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
 use crate::agent::Agent;
 use crate::confirm::{ConfirmHandler, ConfirmRequest, Decision};
 use crate::tool::Notifier;
+
+use super::live::{self, Sessions, chat_of};
+use super::split::{Length, split_message};
 
 /// A message that arrived from a chat platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,19 +65,79 @@ pub enum ChannelError {
 /// A chat platform: where messages come from and replies go.
 ///
 /// The Telegram and Discord binaries implement it; [`serve`] joins one to an
-/// [`Agent`].
+/// [`Agent`]. A channel posts messages and, if the platform can, edits them:
+/// then [`serve`] streams each reply into the chat as the model writes it.
 pub trait Channel: Send + Sync + 'static {
     /// Connects and calls `handler` for each incoming message, concurrently
     /// (a confirmation button must be answerable while its turn waits),
     /// until the connection ends for good.
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>>;
 
-    /// Sends `text` to `conversation`, split as the platform requires.
+    /// The longest message the platform takes, and how it counts length.
+    /// By default, Discord's 2,000 characters.
+    fn limit(&self) -> (usize, Length) {
+        (2000, Length::Chars)
+    }
+
+    /// Posts one message (within [`limit`](Self::limit)) to `conversation`
+    /// and returns its id. `done` is false for a draft of a reply still being
+    /// written, which will be edited (send it as plain text: its Markdown may
+    /// be cut in half); true for a finished one.
+    fn post<'a>(
+        &'a self,
+        conversation: &'a str,
+        text: &'a str,
+        done: bool,
+    ) -> BoxFuture<'a, Result<String, ChannelError>>;
+
+    /// Replaces the text of the message `message` that [`post`](Self::post)
+    /// returned. Only called when [`edit_interval`](Self::edit_interval) is
+    /// set; by default, an error.
+    fn edit<'a>(
+        &'a self,
+        conversation: &'a str,
+        message: &'a str,
+        text: &'a str,
+        done: bool,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = (conversation, message, text, done);
+        Box::pin(async {
+            Err(ChannelError::Other {
+                message: "this channel cannot edit messages".into(),
+                source: None,
+            })
+        })
+    }
+
+    /// How often a reply being written may be edited, within the platform's
+    /// rate limits. `None` (the default): replies are posted whole when the
+    /// turn ends.
+    fn edit_interval(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Shows that the bot is busy ("typing…") for a few seconds; [`serve`]
+    /// repeats it while the model thinks or a tool runs. By default, nothing.
+    fn typing<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, ()> {
+        let _ = conversation;
+        Box::pin(async {})
+    }
+
+    /// Sends `text` to `conversation`, split to the platform's
+    /// [`limit`](Self::limit), each piece [`post`](Self::post)ed as done.
     fn send<'a>(
         &'a self,
         conversation: &'a str,
         text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>>;
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let (limit, length) = self.limit();
+            for piece in split_message(text, limit, length) {
+                self.post(conversation, &piece, true).await?;
+            }
+            Ok(())
+        })
+    }
 
     /// Asks the user who triggered the call; declines when it can't ask.
     fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
@@ -120,7 +184,7 @@ impl Notifier for ChannelNotifier {
     fn notify(&self, conversation: String, text: String) -> BoxFuture<'static, ()> {
         let channel = Arc::clone(&self.0);
         Box::pin(async move {
-            if let Err(error) = channel.send(&conversation, &text).await {
+            if let Err(error) = channel.send(chat_of(&conversation), &text).await {
                 tracing::warn!(%conversation, error = %crate::error::chain(&error), "could not deliver a later message");
             }
         })
@@ -128,27 +192,20 @@ impl Notifier for ChannelNotifier {
 }
 
 /// Runs `channel` with `agent` answering: each message is a turn of its
-/// conversation (slash commands included), and the reply, or the error's
-/// [`user_message`](crate::Error::user_message), is sent back.
+/// conversation (slash commands included), streamed into the chat as it is
+/// written when the channel can edit messages, with "typing…" shown while
+/// the model thinks or a tool runs. A failed turn is answered with the
+/// error's [`user_message`](crate::Error::user_message). `/new` starts a
+/// fresh conversation in that chat; the earlier one stays in the history.
 ///
 /// # Errors
 /// When the channel stops with an error.
 pub async fn serve(agent: Agent, channel: Arc<dyn Channel>) -> Result<(), ChannelError> {
     let replies = Arc::clone(&channel);
+    let sessions = Arc::new(Sessions::default());
     let handler: Handler = Arc::new(move |incoming: Incoming| {
-        let (agent, channel) = (agent.clone(), Arc::clone(&replies));
-        Box::pin(async move {
-            let text = match agent.handle(&incoming.conversation, &incoming.text).await {
-                Ok(reply) => reply.text,
-                Err(error) => {
-                    tracing::warn!(conversation = %incoming.conversation, error = %crate::error::chain(&error), "turn failed");
-                    error.user_message()
-                }
-            };
-            if let Err(error) = channel.send(&incoming.conversation, &text).await {
-                tracing::warn!(conversation = %incoming.conversation, error = %crate::error::chain(&error), "could not send a reply");
-            }
-        })
+        let (agent, channel, sessions) = (agent.clone(), Arc::clone(&replies), Arc::clone(&sessions));
+        Box::pin(async move { live::answer(&agent, channel.as_ref(), &sessions, incoming).await })
     });
     channel.start(handler).await
 }

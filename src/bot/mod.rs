@@ -7,6 +7,7 @@
 mod channel;
 mod commands;
 mod config;
+mod live;
 mod split;
 mod state;
 mod trace;
@@ -19,6 +20,7 @@ pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, HistoryConfig, LlmConfig, LoadedConfig,
     PROVIDERS, Secret, ToolsConfig, user_config_file, user_data_dir,
 };
+pub use live::chat_of;
 pub use split::{Length, split_message};
 pub use state::ToolState;
 #[cfg(feature = "tools")]

@@ -22,6 +22,18 @@ struct FakeChannel {
     sent: Mutex<Vec<(String, String)>>,
     asked: Mutex<Vec<String>>,
     approve: bool,
+    edit_interval: Option<Duration>,
+    log: Mutex<Vec<String>>,
+}
+
+impl FakeChannel {
+    fn log(&self, line: String) {
+        self.log.lock().unwrap().push(line);
+    }
+}
+
+fn state(done: bool) -> &'static str {
+    if done { "done" } else { "draft" }
 }
 
 impl Channel for FakeChannel {
@@ -36,19 +48,44 @@ impl Channel for FakeChannel {
         })
     }
 
-    fn send<'a>(
+    fn post<'a>(
         &'a self,
         conversation: &'a str,
         text: &'a str,
+        done: bool,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        let mut sent = self.sent.lock().unwrap();
+        sent.push((conversation.to_owned(), text.to_owned()));
+        self.log(format!("post {conversation} #{} {}: {text}", sent.len(), state(done)));
+        let id = sent.len().to_string();
+        Box::pin(async move { Ok(id) })
+    }
+
+    fn edit<'a>(
+        &'a self,
+        conversation: &'a str,
+        message: &'a str,
+        text: &'a str,
+        done: bool,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        self.sent
-            .lock()
-            .unwrap()
-            .push((conversation.to_owned(), text.to_owned()));
+        self.log(format!("edit {conversation} #{message} {}: {text}", state(done)));
         Box::pin(async { Ok(()) })
     }
 
+    fn edit_interval(&self) -> Option<Duration> {
+        self.edit_interval
+    }
+
+    fn typing<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, ()> {
+        self.log(format!("typing {conversation}"));
+        Box::pin(async {})
+    }
+
     fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        self.log(format!(
+            "confirm {} from {:?}: {}",
+            request.conversation, request.user, request.prompt
+        ));
         self.asked.lock().unwrap().push(request.prompt);
         let approve = self.approve;
         Box::pin(async move { approve.into() })
@@ -182,4 +219,67 @@ async fn a_running_bot_follows_the_tools_file() {
     assert!(agent.tools().get("second").is_some());
     watch.abort();
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_reply_streams_into_one_message_and_new_starts_afresh() {
+    let channel = Arc::new(FakeChannel {
+        incoming: vec![
+            Incoming::new("chat-1", "ann", "reboot please"),
+            Incoming::new("chat-1", "ann", "/new"),
+            Incoming::new("chat-1", "ann", "hello again"),
+        ],
+        approve: true,
+        edit_interval: Some(Duration::from_millis(20)),
+        ..FakeChannel::default()
+    });
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .text("Rebooting.")
+                .tool_call("reboot", json!({})),
+        )
+        .then(
+            MockTurn::new()
+                .text("Done: the machine will restart shortly.")
+                .chunked(8)
+                .delay(Duration::from_millis(15)),
+        )
+        .then(MockTurn::new().text("Hi!"));
+    let reboot = from_fn("reboot", "Reboot.", |_: Value, _| async { "scheduled" })
+        .confirm("Reboot this machine?");
+    let dyn_channel: Arc<dyn Channel> = channel.clone();
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(reboot)
+        .confirm(ChannelConfirm(dyn_channel.clone()))
+        .build();
+    serve(agent.clone(), dyn_channel).await.unwrap();
+    let log = channel.log.lock().unwrap().clone();
+    let position = |line: &str| {
+        log.iter()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("no `{line}` in {log:#?}"))
+    };
+    // The text before the tool call is finished on its own (the prompt may
+    // overtake it: the agent doesn't wait for the chat), the prompt names the
+    // user who asked, and the answer is a new message, edited as it streams.
+    position("post chat-1 #1 done: Rebooting.");
+    let asked = position("confirm chat-1 from Some(\"ann\"): Reboot this machine?");
+    let answer = position("post chat-1 #2 draft: Done: th");
+    let answer_done = position("edit chat-1 #2 done: Done: the machine will restart shortly.");
+    position("typing chat-1");
+    assert!(asked < answer && answer < answer_done, "{log:#?}");
+    let drafts = log[answer..answer_done]
+        .iter()
+        .filter(|l| l.starts_with("edit chat-1 #2 draft"))
+        .count();
+    assert!(drafts >= 1, "the answer is edited while it streams: {log:#?}");
+    position("post chat-1 #3 done: Started a fresh conversation. The earlier one is kept in the history.");
+    // After /new the model sees only the new message.
+    let last = mock.requests().pop().unwrap();
+    assert_eq!(last.messages.len(), 1, "{:?}", last.messages);
+    let conversations = agent.history().list().await.unwrap();
+    assert_eq!(conversations.len(), 2);
+    assert!(conversations.iter().any(|c| c.id.starts_with("chat-1~")));
 }

@@ -1,0 +1,264 @@
+//! One message's turn in a chat: the reply streamed into the chat as it is
+//! written, "typing…" while the model thinks, `/new` for a fresh
+//! conversation.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::channel::{Channel, Incoming};
+use super::split::split_message;
+use crate::agent::{Agent, AgentEvent, Status};
+
+/// How often "typing…" is repeated: Telegram shows it for 5 s, Discord for 10.
+const TYPING_EVERY: Duration = Duration::from_secs(4);
+
+const FRESH: &str = "Started a fresh conversation. The earlier one is kept in the history.";
+
+/// The chat a conversation belongs to: `/new` gives a chat conversations
+/// named `CHAT~N`, and a channel's confirmation prompts and later messages
+/// go to `CHAT`.
+///
+/// # Examples
+/// ```
+/// assert_eq!(ferrobot::bot::chat_of("12345~1764510000000"), "12345");
+/// assert_eq!(ferrobot::bot::chat_of("12345"), "12345");
+/// ```
+pub fn chat_of(conversation: &str) -> &str {
+    conversation
+        .split_once('~')
+        .map_or(conversation, |(chat, _)| chat)
+}
+
+/// Which conversation each chat is in.
+#[derive(Debug, Default)]
+pub(super) struct Sessions(Mutex<HashMap<String, String>>);
+
+impl Sessions {
+    /// The chat's current conversation: after a restart, the one most
+    /// recently updated in the history.
+    async fn current(&self, agent: &Agent, chat: &str) -> String {
+        if let Some(id) = self.lock().get(chat) {
+            return id.clone();
+        }
+        let latest = match agent.history().list().await {
+            Ok(conversations) => conversations
+                .into_iter()
+                .find(|c| chat_of(&c.id) == chat)
+                .map(|c| c.id),
+            Err(error) => {
+                tracing::warn!(%chat, error = %crate::error::chain(&error), "could not look up the chat's conversation");
+                None
+            }
+        };
+        self.lock()
+            .entry(chat.to_owned())
+            .or_insert_with(|| latest.unwrap_or_else(|| chat.to_owned()))
+            .clone()
+    }
+
+    fn renew(&self, chat: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        self.lock().insert(chat.to_owned(), format!("{chat}~{now}"));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Whether `text` is the command `/name` (or `/name@bot`).
+fn is_command(text: &str, name: &str) -> bool {
+    let word = text.split_whitespace().next().unwrap_or_default();
+    word.strip_prefix('/')
+        .map(|w| w.split_once('@').map_or(w, |(w, _)| w))
+        == Some(name)
+}
+
+/// Answers one incoming message.
+pub(super) async fn answer(
+    agent: &Agent,
+    channel: &dyn Channel,
+    sessions: &Sessions,
+    incoming: Incoming,
+) {
+    let chat = incoming.conversation.as_str();
+    if is_command(&incoming.text, "new") {
+        sessions.renew(chat);
+        if let Err(error) = channel.send(chat, FRESH).await {
+            tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
+        }
+        return;
+    }
+    let conversation = sessions.current(agent, chat).await;
+    let mut events = agent.stream_from(&conversation, &incoming.user, &incoming.text);
+    let mut reply = LiveReply::new(channel, chat);
+    let mut busy = false;
+    let mut typing = tokio::time::interval(TYPING_EVERY);
+    typing.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        let flush_at = reply.flush_at();
+        let event = tokio::select! {
+            event = events.next() => event,
+            _ = typing.tick(), if busy => {
+                channel.typing(chat).await;
+                continue;
+            }
+            () = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
+                reply.flush().await;
+                continue;
+            }
+        };
+        match event {
+            Some(Ok(AgentEvent::Status(Status::Thinking | Status::RunningTool { .. }))) => {
+                if !busy {
+                    busy = true;
+                    typing.reset_immediately();
+                }
+            }
+            // Waiting for a button press: nothing is being typed.
+            Some(Ok(AgentEvent::Status(_))) => busy = false,
+            Some(Ok(AgentEvent::TextDelta(delta) | AgentEvent::RefusalDelta(delta))) => {
+                busy = false;
+                reply.push(&delta);
+            }
+            // Text written before a tool call is finished where it stands; the
+            // answer after the tool runs goes in a message of its own, below
+            // any confirmation prompt.
+            Some(Ok(AgentEvent::ToolCallStarted(_))) => reply.finish(None).await,
+            Some(Ok(AgentEvent::Done(done))) => {
+                reply.finish(Some(&done.text)).await;
+                break;
+            }
+            Some(Ok(_)) => {}
+            Some(Err(error)) => {
+                tracing::warn!(%conversation, error = %crate::error::chain(&error), "turn failed");
+                reply.finish(None).await;
+                if let Err(error) = channel.send(chat, &error.user_message()).await {
+                    tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
+                }
+                break;
+            }
+            None => break,
+        }
+    }
+}
+
+/// A message being written: posted with the first text, edited as more
+/// arrives (at most once per the channel's interval), split into further
+/// messages past the platform's limit, and edited a last time, formatted,
+/// when done.
+struct LiveReply<'a> {
+    channel: &'a dyn Channel,
+    chat: &'a str,
+    interval: Option<Duration>,
+    text: String,
+    /// The posted messages: id and the text shown.
+    sent: Vec<(String, String)>,
+    last_shown: Option<Instant>,
+    dirty: bool,
+    /// The text of the last finished message, so a reply that was already
+    /// shown before the turn ended isn't sent twice.
+    finished: String,
+}
+
+impl<'a> LiveReply<'a> {
+    fn new(channel: &'a dyn Channel, chat: &'a str) -> Self {
+        Self {
+            channel,
+            chat,
+            interval: channel.edit_interval(),
+            text: String::new(),
+            sent: Vec::new(),
+            last_shown: None,
+            dirty: false,
+            finished: String::new(),
+        }
+    }
+
+    fn push(&mut self, delta: &str) {
+        self.text.push_str(delta);
+        self.dirty = !self.text.trim().is_empty();
+    }
+
+    /// When the draft should next be shown; `None` when it's up to date or
+    /// the channel can't edit.
+    fn flush_at(&self) -> Option<Instant> {
+        let interval = self.interval?;
+        self.dirty
+            .then(|| self.last_shown.map_or_else(Instant::now, |at| at + interval))
+    }
+
+    async fn flush(&mut self) {
+        let text = std::mem::take(&mut self.text);
+        self.show(&text, false).await;
+        self.text = text;
+        self.dirty = false;
+        self.last_shown = Some(Instant::now());
+    }
+
+    /// Shows the finished text: the turn's reply when given (what a slash
+    /// command or a non-streaming model answered), else what streamed.
+    async fn finish(&mut self, reply: Option<&str>) {
+        let streamed = std::mem::take(&mut self.text);
+        let text = match reply {
+            Some(reply) if !reply.trim().is_empty() => {
+                if streamed.trim().is_empty() && self.sent.is_empty() && reply == self.finished {
+                    return;
+                }
+                reply.to_owned()
+            }
+            _ => streamed,
+        };
+        if !text.trim().is_empty() {
+            self.show(&text, true).await;
+            self.finished = text;
+        }
+        self.sent.clear();
+        self.dirty = false;
+        self.last_shown = None;
+    }
+
+    async fn show(&mut self, text: &str, done: bool) {
+        let (limit, length) = self.channel.limit();
+        for (i, piece) in split_message(text, limit, length).into_iter().enumerate() {
+            let Some((id, shown)) = self.sent.get_mut(i) else {
+                match self.channel.post(self.chat, &piece, done).await {
+                    Ok(id) => self.sent.push((id, piece)),
+                    Err(error) => {
+                        // A draft is posted again at the next flush; a
+                        // finished reply has been retried by the channel.
+                        tracing::warn!(chat = %self.chat, error = %crate::error::chain(&error), "could not post a reply");
+                        return;
+                    }
+                }
+                continue;
+            };
+            // A finished message is edited once more even when its text is
+            // unchanged: the draft was plain, the finished one formatted.
+            if *shown == piece && !done {
+                continue;
+            }
+            match self.channel.edit(self.chat, id, &piece, done).await {
+                Ok(()) => *shown = piece,
+                Err(error) if done => {
+                    // The draft can't be replaced (deleted, too old): post
+                    // the finished text anew, so nothing is lost.
+                    tracing::warn!(chat = %self.chat, error = %crate::error::chain(&error), "could not edit a reply; posting it again");
+                    if let Ok(new) = self.channel.post(self.chat, &piece, true).await {
+                        *id = new;
+                        *shown = piece;
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(chat = %self.chat, error = %crate::error::chain(&error), "could not update a draft");
+                }
+            }
+        }
+    }
+}
