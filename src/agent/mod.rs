@@ -171,7 +171,15 @@ impl Agent {
     /// [`Error::user_message`]), [`Error::History`] when the store fails.
     pub async fn handle(&self, conversation: &str, text: &str) -> Result<Reply> {
         let cancel = CancellationToken::new();
-        turn::run(&self.inner, conversation.into(), None, text, &NoSink, &cancel).await
+        turn::run(
+            &self.inner,
+            conversation.into(),
+            None,
+            text,
+            &NoSink,
+            &cancel,
+        )
+        .await
     }
 
     /// Runs one turn in the background, yielding its events as they happen.

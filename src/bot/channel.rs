@@ -10,6 +10,7 @@ use crate::agent::Agent;
 use crate::confirm::{ConfirmHandler, ConfirmRequest, Decision};
 use crate::tool::Notifier;
 
+use super::commands::{CommandSpec, command_specs};
 use super::live::{self, Sessions, chat_of};
 use super::split::{Length, split_message};
 
@@ -68,10 +69,15 @@ pub enum ChannelError {
 /// [`Agent`]. A channel posts messages and, if the platform can, edits them:
 /// then [`serve`] streams each reply into the chat as the model writes it.
 pub trait Channel: Send + Sync + 'static {
-    /// Connects and calls `handler` for each incoming message, concurrently
-    /// (a confirmation button must be answerable while its turn waits),
-    /// until the connection ends for good.
-    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>>;
+    /// Connects, publishes `commands` as the platform's command menu, and
+    /// calls `handler` for each incoming message, concurrently (a
+    /// confirmation button must be answerable while its turn waits), until
+    /// the connection ends for good.
+    fn start(
+        &self,
+        handler: Handler,
+        commands: Vec<CommandSpec>,
+    ) -> BoxFuture<'_, Result<(), ChannelError>>;
 
     /// The longest message the platform takes, and how it counts length.
     /// By default, Discord's 2,000 characters.
@@ -201,11 +207,14 @@ impl Notifier for ChannelNotifier {
 /// # Errors
 /// When the channel stops with an error.
 pub async fn serve(agent: Agent, channel: Arc<dyn Channel>) -> Result<(), ChannelError> {
+    let agent_tools = agent.clone();
     let replies = Arc::clone(&channel);
     let sessions = Arc::new(Sessions::default());
     let handler: Handler = Arc::new(move |incoming: Incoming| {
-        let (agent, channel, sessions) = (agent.clone(), Arc::clone(&replies), Arc::clone(&sessions));
+        let (agent, channel, sessions) =
+            (agent.clone(), Arc::clone(&replies), Arc::clone(&sessions));
         Box::pin(async move { live::answer(&agent, channel.as_ref(), &sessions, incoming).await })
     });
-    channel.start(handler).await
+    let commands = command_specs(agent_tools.tools());
+    channel.start(handler, commands).await
 }

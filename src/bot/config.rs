@@ -36,6 +36,8 @@ pub struct Config {
     pub history: HistoryConfig,
     /// Tool enable/disable state.
     pub tools: ToolsConfig,
+    /// The Telegram bot.
+    pub telegram: TelegramConfig,
 }
 
 /// `[llm]`: the model endpoint.
@@ -115,6 +117,43 @@ pub struct ToolsConfig {
     pub file: Option<RelativePathBuf>,
 }
 
+/// `[telegram]`: the Telegram bot (`ferrobot-telegram`).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TelegramConfig {
+    /// The bot's token from @BotFather; prefer the environment
+    /// (`FERROBOT_TELEGRAM__TOKEN`). Never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// The Bot API server. By default, `https://api.telegram.org`.
+    pub api_url: String,
+    /// The Telegram user ids allowed to talk to the bot; everyone else is
+    /// refused. Empty (the default) refuses everyone.
+    pub allowed_user_ids: Vec<u64>,
+    /// Whether to send a short system report once connected. By default, yes.
+    pub startup_notice: bool,
+    /// Where the start-up report goes. By default, the first allowed user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify_chat_id: Option<i64>,
+    /// Seconds a confirmation waits for a button press before declining.
+    /// By default, 300.
+    pub confirm_timeout_secs: u64,
+    /// Milliseconds between edits of a reply being written. By default,
+    /// 1,500 (Telegram limits how often a bot may edit).
+    pub edit_interval_ms: u64,
+}
+
+impl fmt::Debug for TelegramConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelegramConfig")
+            .field("token", &self.token)
+            .field("api_url", &self.api_url)
+            .field("allowed_user_ids", &self.allowed_user_ids)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A secret from config or environment: never printed.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -154,6 +193,15 @@ impl Default for Config {
             },
             history: HistoryConfig { path: None },
             tools: ToolsConfig { state_file: None, file: None },
+            telegram: TelegramConfig {
+                token: None,
+                api_url: "https://api.telegram.org".into(),
+                allowed_user_ids: Vec::new(),
+                startup_notice: true,
+                notify_chat_id: None,
+                confirm_timeout_secs: 300,
+                edit_interval_ms: 1500,
+            },
         }
     }
 }
@@ -333,6 +381,14 @@ impl Config {
                 self.llm.base_url
             )));
         }
+        if !(self.telegram.api_url.starts_with("http://")
+            || self.telegram.api_url.starts_with("https://"))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "`telegram.api_url` is `{}`; it must be an http:// or https:// URL, e.g. https://api.telegram.org",
+                self.telegram.api_url
+            )));
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(
                 "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),
@@ -375,7 +431,7 @@ impl LoadedConfig {
         flatten("", &value, &mut rows);
         rows.into_iter()
             .map(|(key, shown)| {
-                let shown = if key.ends_with("api_key") {
+                let shown = if key.ends_with("api_key") || key.ends_with("token") {
                     "[set]".to_owned()
                 } else {
                     shown

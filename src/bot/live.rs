@@ -68,7 +68,9 @@ impl Sessions {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -190,8 +192,10 @@ impl<'a> LiveReply<'a> {
     /// the channel can't edit.
     fn flush_at(&self) -> Option<Instant> {
         let interval = self.interval?;
-        self.dirty
-            .then(|| self.last_shown.map_or_else(Instant::now, |at| at + interval))
+        self.dirty.then(|| {
+            self.last_shown
+                .map_or_else(Instant::now, |at| at + interval)
+        })
     }
 
     async fn flush(&mut self) {

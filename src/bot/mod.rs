@@ -4,6 +4,8 @@
 //! slash-command path; [`split_message`] for platform length limits; and
 //! the layered [`Config`] every bot binary reads.
 
+#[cfg(all(feature = "openai", feature = "sqlite", feature = "tools"))]
+mod agent;
 mod channel;
 mod commands;
 mod config;
@@ -18,7 +20,7 @@ pub use channel::{
 pub use commands::{CommandOption, CommandSpec, OptionKind, command_specs};
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, HistoryConfig, LlmConfig, LoadedConfig,
-    PROVIDERS, Secret, ToolsConfig, user_config_file, user_data_dir,
+    PROVIDERS, Secret, TelegramConfig, ToolsConfig, user_config_file, user_data_dir,
 };
 pub use live::chat_of;
 pub use split::{Length, split_message};

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 pub use command::{CommandTool, ParamKind};
 pub use system::{
-    cpu_load, disk_usage, memory, network_interfaces, os_info, temperatures, top_processes, uptime,
+    cpu_load, disk_usage, memory, network_interfaces, os_info, report as system_report,
+    temperatures, top_processes, uptime,
 };
 
 use crate::tool::{IntoTool, Tool};

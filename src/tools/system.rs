@@ -300,6 +300,52 @@ pub async fn os_info() -> OsReport {
     }
 }
 
+/// A few lines on this machine, for a bot's start-up notice: host and
+/// system, uptime, CPU, memory, the root filesystem and the hottest sensor.
+/// Readings the machine refuses are left out.
+pub async fn report() -> String {
+    let os = os_info::run().await;
+    let mut lines = vec![format!(
+        "{} is up: {} {} ({})",
+        os.hostname.as_deref().unwrap_or("this machine"),
+        os.name.as_deref().unwrap_or("unknown system"),
+        os.version.as_deref().unwrap_or_default(),
+        os.architecture,
+    )];
+    if let Ok(up) = uptime::run().await {
+        lines.push(format!("Uptime: {}", up.split(" (").next().unwrap_or(&up)));
+    }
+    if let Ok(cpu) = cpu_load::run().await {
+        lines.push(format!("CPU: {}% of {} cores", cpu.usage_percent, cpu.cpus));
+    }
+    if let Ok(mem) = memory::run().await {
+        lines.push(format!(
+            "Memory: {} used of {} ({}%)",
+            mem.used, mem.total, mem.used_percent
+        ));
+    }
+    if let Ok(disks) = disk_usage::run(Some("/".into())).await {
+        for disk in disks {
+            lines.push(format!(
+                "Disk {}: {} free of {}",
+                disk.mount, disk.available, disk.total
+            ));
+        }
+    }
+    if let Ok(readings) = temperatures::run().await {
+        if let Some(hottest) = readings
+            .iter()
+            .max_by(|a, b| a.celsius.total_cmp(&b.celsius))
+        {
+            lines.push(format!(
+                "Temperature: {:.0} °C ({})",
+                hottest.celsius, hottest.sensor
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,5 +356,12 @@ mod tests {
         assert_eq!(human(42 * 1024 * 1024 * 1024), "42.0 GiB");
         assert_eq!(percent(1, 3), 33.3);
         assert_eq!(percent(1, 0), 0.0);
+    }
+
+    #[tokio::test]
+    async fn the_report_names_the_machine_and_its_readings() {
+        let report = report().await;
+        assert!(report.contains(" is up: "), "{report}");
+        assert!(report.contains("\nMemory: "), "{report}");
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ferrobot::Agent;
 use ferrobot::bot::{
-    Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
+    Channel, ChannelConfirm, ChannelError, ChannelNotifier, CommandSpec, Handler, Incoming, serve,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use ferrobot::provider::ProviderError;
@@ -37,7 +37,11 @@ fn state(done: bool) -> &'static str {
 }
 
 impl Channel for FakeChannel {
-    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn start(
+        &self,
+        handler: Handler,
+        _commands: Vec<CommandSpec>,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             for message in &self.incoming {
                 handler(message.clone()).await;
@@ -56,7 +60,11 @@ impl Channel for FakeChannel {
     ) -> BoxFuture<'a, Result<String, ChannelError>> {
         let mut sent = self.sent.lock().unwrap();
         sent.push((conversation.to_owned(), text.to_owned()));
-        self.log(format!("post {conversation} #{} {}: {text}", sent.len(), state(done)));
+        self.log(format!(
+            "post {conversation} #{} {}: {text}",
+            sent.len(),
+            state(done)
+        ));
         let id = sent.len().to_string();
         Box::pin(async move { Ok(id) })
     }
@@ -68,7 +76,10 @@ impl Channel for FakeChannel {
         text: &'a str,
         done: bool,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        self.log(format!("edit {conversation} #{message} {}: {text}", state(done)));
+        self.log(format!(
+            "edit {conversation} #{message} {}: {text}",
+            state(done)
+        ));
         Box::pin(async { Ok(()) })
     }
 
@@ -274,8 +285,13 @@ async fn a_reply_streams_into_one_message_and_new_starts_afresh() {
         .iter()
         .filter(|l| l.starts_with("edit chat-1 #2 draft"))
         .count();
-    assert!(drafts >= 1, "the answer is edited while it streams: {log:#?}");
-    position("post chat-1 #3 done: Started a fresh conversation. The earlier one is kept in the history.");
+    assert!(
+        drafts >= 1,
+        "the answer is edited while it streams: {log:#?}"
+    );
+    position(
+        "post chat-1 #3 done: Started a fresh conversation. The earlier one is kept in the history.",
+    );
     // After /new the model sees only the new message.
     let last = mock.requests().pop().unwrap();
     assert_eq!(last.messages.len(), 1, "{:?}", last.messages);

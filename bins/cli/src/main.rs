@@ -216,23 +216,6 @@ fn load(cli: &Cli) -> anyhow::Result<LoadedConfig> {
     Ok(loaded)
 }
 
-/// The tools the CLI offers: the system tools, then the command tools of the
-/// tools file, if there is one.
-fn all_tools(loaded: &LoadedConfig) -> anyhow::Result<Vec<std::sync::Arc<dyn ferrobot::Tool>>> {
-    let mut tools = ferrobot::tools::system();
-    let file = loaded.tools_file_path();
-    if file.is_file() {
-        let commands =
-            ferrobot::tools::CommandTool::load_file(&file).map_err(anyhow::Error::msg)?;
-        tools.extend(
-            commands
-                .into_iter()
-                .map(|t| std::sync::Arc::new(t) as std::sync::Arc<dyn ferrobot::Tool>),
-        );
-    }
-    Ok(tools)
-}
-
 async fn agent(loaded: &LoadedConfig, approve: bool) -> anyhow::Result<Agent> {
     agent_with(loaded, move |request: ConfirmRequest| async move {
         if !approve {
@@ -250,27 +233,17 @@ async fn agent_with(
     loaded: &LoadedConfig,
     confirm: impl ferrobot::confirm::ConfirmHandler,
 ) -> anyhow::Result<Agent> {
-    let path = loaded.history_path();
-    let history = SqliteHistory::open(&path)
+    // A tool's later message (`notify_later`) is printed as it comes.
+    let later = |_conversation: String, text: String| async move { eprintln!("[later] {text}") };
+    loaded
+        .agent(confirm, later)
         .await
-        .with_context(|| format!("opening the history at {}", path.display()))?;
-    let settings = &loaded.config.agent;
-    let agent = Agent::builder()
-        .provider(loaded.provider())
-        .tools(all_tools(loaded)?)
-        .system_prompt(settings.system_prompt.clone())
-        .max_tool_rounds(settings.max_tool_rounds)
-        .tool_timeout(std::time::Duration::from_secs(settings.tool_timeout_secs))
-        .history(history)
-        .confirm(confirm)
-        .build();
-    ToolState::load(&loaded.tool_state_path())?.apply(&agent);
-    Ok(agent)
+        .map_err(|e| anyhow::anyhow!(e))
 }
 
 fn tools(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     let state = ToolState::load(&loaded.tool_state_path())?;
-    for tool in all_tools(loaded)? {
+    for tool in loaded.tools().map_err(|e| anyhow::anyhow!(e))? {
         let enabled = if state.is_disabled(tool.name()) {
             "disabled"
         } else {

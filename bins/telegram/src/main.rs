@@ -1,1 +1,58 @@
-fn main() {}
+//! `ferrobot-telegram`: your machine's assistant on Telegram.
+//!
+//! Exit codes: 0 stopped; 1 the bot failed while running; 2 bad
+//! configuration or a token Telegram refuses.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use ferrobot::bot::{Config, ConfigSource};
+use ferrobot_telegram::Error;
+
+/// Your machine's assistant on Telegram. Every setting can also come from
+/// the environment: FERROBOT_TELEGRAM__TOKEN, FERROBOT_TELEGRAM__ALLOWED_USER_IDS=[111],
+/// FERROBOT_LLM__BASE_URL, FERROBOT_LLM__MODEL…
+#[derive(Debug, Parser)]
+#[command(name = "ferrobot-telegram", version, about)]
+struct Cli {
+    /// Read this config file instead of ./ferrobot.toml or the per-user one.
+    #[arg(short = 'c', long = "config")]
+    config: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FERROBOT_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let mut source = ConfigSource::new();
+    source.file = cli.config;
+    let loaded = match Config::load(&source) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("ferrobot-telegram: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let stopped = tokio::select! {
+        stopped = ferrobot_telegram::run(&loaded) => stopped,
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
+    match stopped {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error @ (Error::Config(_) | Error::Unauthorized)) => {
+            eprintln!("ferrobot-telegram: {error}");
+            ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("ferrobot-telegram: {error}");
+            ExitCode::from(1)
+        }
+    }
+}

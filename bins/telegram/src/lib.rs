@@ -1,0 +1,632 @@
+//! `ferrobot-telegram`: your machine's assistant on Telegram.
+//!
+//! [`Telegram`] is the Telegram Bot API as a [`Channel`] (long polling with
+//! teloxide); [`run`] builds the agent the config describes and serves it.
+//! The binary is `main.rs`; the guide is `docs/telegram.md`.
+
+mod markdown;
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use ferrobot::bot::{
+    Channel, ChannelConfirm, ChannelError, ChannelNotifier, CommandSpec, Handler, Incoming, Length,
+    LoadedConfig, TelegramConfig, ToolState, chat_of, serve, watch_tools_file,
+};
+use ferrobot::confirm::{ConfirmRequest, Decision};
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use teloxide::payloads::setters::*;
+use teloxide::prelude::{Request as _, Requester};
+use teloxide::types::{
+    AllowedUpdate, BotCommand, CallbackQuery, ChatAction, ChatId, InlineKeyboardButton,
+    InlineKeyboardMarkup, MessageId, ParseMode, Update, UpdateKind,
+};
+use teloxide::update_listeners::{AsUpdateStream, Polling};
+use teloxide::{ApiError, Bot, RequestError};
+use tokio::sync::{oneshot, watch};
+
+/// Telegram's limit on a message, in UTF-16 code units.
+const MESSAGE_LIMIT: usize = 4096;
+
+/// The Bot API's long-poll wait; teloxide's HTTP client gives up after 17 s.
+const POLL_WAIT: Duration = Duration::from_secs(10);
+
+const REFUSAL: &str = "Sorry, this is a private bot: it only answers the people its owner allows.";
+
+/// Telegram as a [`Channel`]: long polling, replies streamed by editing a
+/// message, ✅ / ❌ buttons for confirmations, MarkdownV2 with a plain-text
+/// fallback, and an allow-list of user ids.
+#[derive(Clone)]
+pub struct Telegram {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    bot: Bot,
+    /// Kept only to take it out of error messages (request URLs hold it).
+    token: String,
+    allowed: HashSet<u64>,
+    confirm_timeout: Duration,
+    edit_interval: Duration,
+    /// Confirmations waiting for a button press, by the id in the buttons' data.
+    pending: Mutex<HashMap<u64, Pending>>,
+    next_question: AtomicU64,
+    /// Strangers already refused once; they get no second answer.
+    refused: Mutex<HashSet<u64>>,
+    connected: watch::Sender<bool>,
+}
+
+struct Pending {
+    /// Who may answer: the user whose message started the turn.
+    user: Option<u64>,
+    answer: oneshot::Sender<Decision>,
+}
+
+impl std::fmt::Debug for Telegram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Telegram")
+            .field("api_url", &self.inner.bot.api_url().as_str())
+            .field("allowed", &self.inner.allowed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the bot stopped.
+#[derive(Debug)]
+pub enum Error {
+    /// The configuration is incomplete or wrong; the message says what to set.
+    Config(String),
+    /// Telegram refused the token.
+    Unauthorized,
+    /// Anything else.
+    Other(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Config(message) | Error::Other(message) => f.write_str(message),
+            Error::Unauthorized => f.write_str(
+                "Telegram refused the bot token: check telegram.token (or FERROBOT_TELEGRAM__TOKEN) against @BotFather's /mybots, then restart",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Telegram {
+    /// A channel for the bot with `token`, as `settings` describe.
+    ///
+    /// # Errors
+    /// When `telegram.api_url` isn't a URL.
+    pub fn new(settings: &TelegramConfig, token: &str) -> Result<Self, Error> {
+        let api_url = url::Url::parse(&settings.api_url).map_err(|e| {
+            Error::Config(format!(
+                "telegram.api_url `{}` is not a URL ({e}); by default it is https://api.telegram.org",
+                settings.api_url
+            ))
+        })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                bot: Bot::new(token).set_api_url(api_url),
+                token: token.to_owned(),
+                allowed: settings.allowed_user_ids.iter().copied().collect(),
+                confirm_timeout: Duration::from_secs(settings.confirm_timeout_secs),
+                edit_interval: Duration::from_millis(settings.edit_interval_ms),
+                pending: Mutex::default(),
+                next_question: AtomicU64::new(1),
+                refused: Mutex::default(),
+                connected: watch::Sender::new(false),
+            }),
+        })
+    }
+
+    /// Waits until the bot has checked its token and is polling.
+    pub async fn connected(&self) {
+        let mut connected = self.inner.connected.subscribe();
+        let _ = connected.wait_for(|up| *up).await;
+    }
+}
+
+impl Inner {
+    /// `error` as text, the token taken out.
+    fn redact(&self, error: &dyn std::fmt::Display) -> String {
+        error.to_string().replace(&self.token, "[token]")
+    }
+
+    fn channel_error(&self, error: &RequestError) -> ChannelError {
+        if matches!(error, RequestError::Api(ApiError::InvalidToken)) {
+            return ChannelError::Unauthorized;
+        }
+        ChannelError::Other {
+            message: format!("Telegram: {}", self.redact(error)),
+            source: None,
+        }
+    }
+
+    /// Runs a request, waiting out flood control (`retry_after`) and
+    /// retrying network failures and server errors a few times.
+    async fn call<T, F, Fut>(&self, what: &str, request: F) -> Result<T, RequestError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, RequestError>>,
+    {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let error = match request().await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            let wait = match &error {
+                RequestError::RetryAfter(seconds) if attempt <= 5 => seconds.duration(),
+                // Server errors arrive as unknown API errors or as a body
+                // that isn't the Bot API's JSON (a proxy's error page).
+                RequestError::Network(_)
+                | RequestError::InvalidJson { .. }
+                | RequestError::Api(ApiError::Unknown(_))
+                    if attempt <= 3 =>
+                {
+                    Duration::from_millis(500 << attempt)
+                }
+                _ => return Err(error),
+            };
+            tracing::warn!(%what, error = %self.redact(&error), retry_in_ms = wait.as_millis() as u64, "Telegram request failed; retrying");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    fn is_allowed(&self, user: u64) -> bool {
+        self.allowed.contains(&user)
+    }
+
+    /// Checks the token, retrying while Telegram can't be reached.
+    async fn connect(&self) -> Result<String, ChannelError> {
+        let mut wait = Duration::from_secs(1);
+        loop {
+            match self.bot.get_me().await {
+                Ok(me) => return Ok(me.username().to_owned()),
+                Err(RequestError::Api(ApiError::InvalidToken)) => {
+                    return Err(ChannelError::Unauthorized);
+                }
+                Err(error) => {
+                    tracing::warn!(error = %self.redact(&error), retry_in_s = wait.as_secs(), "cannot reach Telegram; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(60));
+                }
+            }
+        }
+    }
+
+    /// The `/` menu: `/new`, `/help`, then the tools Telegram can name.
+    async fn publish(&self, commands: &[CommandSpec]) {
+        let mut menu = vec![
+            BotCommand::new("new", "Start a fresh conversation"),
+            BotCommand::new("help", "List the commands"),
+        ];
+        for spec in commands {
+            let valid = (1..=32).contains(&spec.name.len())
+                && spec
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if !valid || menu.iter().any(|c| c.command == spec.name) {
+                tracing::info!(tool = %spec.name, "tool left out of the Telegram menu: names there are 1-32 lowercase letters, digits and _");
+                continue;
+            }
+            let mut description: String = spec.description.chars().take(256).collect();
+            if description.chars().count() < 3 {
+                description = format!("Run {}", spec.name);
+            }
+            menu.push(BotCommand::new(&spec.name, description));
+        }
+        menu.truncate(100);
+        if let Err(error) = self
+            .call("setMyCommands", || {
+                self.bot.set_my_commands(menu.clone()).send()
+            })
+            .await
+        {
+            tracing::warn!(error = %self.redact(&error), "could not publish the command menu");
+        }
+    }
+
+    async fn send_plain(&self, chat: ChatId, text: &str) -> Result<MessageId, RequestError> {
+        self.call("sendMessage", || self.bot.send_message(chat, text).send())
+            .await
+            .map(|m| m.id)
+    }
+
+    /// Sends `text` as MarkdownV2, or as plain text if Telegram refuses the
+    /// Markdown.
+    async fn send_formatted(&self, chat: ChatId, text: &str) -> Result<MessageId, RequestError> {
+        let formatted = markdown::to_markdown_v2(text);
+        let sent = self
+            .call("sendMessage", || {
+                self.bot
+                    .send_message(chat, &formatted)
+                    .parse_mode(ParseMode::MarkdownV2)
+                    .send()
+            })
+            .await;
+        match sent {
+            Ok(message) => Ok(message.id),
+            Err(RequestError::Api(error)) if error != ApiError::InvalidToken => {
+                tracing::info!(error = %self.redact(&error), "Telegram refused the Markdown; sending plain text");
+                self.send_plain(chat, text).await
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn edit_text(
+        &self,
+        chat: ChatId,
+        message: MessageId,
+        text: &str,
+        done: bool,
+    ) -> Result<(), RequestError> {
+        let edited = if done {
+            let formatted = markdown::to_markdown_v2(text);
+            let edited = self
+                .call("editMessageText", || {
+                    self.bot
+                        .edit_message_text(chat, message, &formatted)
+                        .parse_mode(ParseMode::MarkdownV2)
+                        .send()
+                })
+                .await;
+            match edited {
+                Err(RequestError::Api(error))
+                    if !matches!(error, ApiError::InvalidToken | ApiError::MessageNotModified) =>
+                {
+                    tracing::info!(error = %self.redact(&error), "Telegram refused the Markdown; editing in plain text");
+                    self.call("editMessageText", || {
+                        self.bot.edit_message_text(chat, message, text).send()
+                    })
+                    .await
+                }
+                other => other,
+            }
+        } else {
+            self.call("editMessageText", || {
+                self.bot.edit_message_text(chat, message, text).send()
+            })
+            .await
+        };
+        match edited {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Turns an update into a turn, a button press or nothing.
+    fn dispatch(self: &Arc<Self>, update: Update, handler: &Handler) {
+        match update.kind {
+            UpdateKind::Message(message) => {
+                let (Some(from), Some(text)) = (message.from.as_ref(), message.text()) else {
+                    return;
+                };
+                if from.is_bot {
+                    return;
+                }
+                let chat = message.chat.id;
+                if !self.is_allowed(from.id.0) {
+                    tracing::warn!(
+                        user_id = from.id.0,
+                        "refused a message from a user not in telegram.allowed_user_ids"
+                    );
+                    if lock(&self.refused).insert(from.id.0) {
+                        let inner = Arc::clone(self);
+                        tokio::spawn(async move {
+                            let _ = inner.send_plain(chat, REFUSAL).await;
+                        });
+                    }
+                    return;
+                }
+                // `/start` is what Telegram sends when someone opens the bot.
+                let text = if text
+                    .split_whitespace()
+                    .next()
+                    .is_some_and(|w| w == "/start" || w.starts_with("/start@"))
+                {
+                    "/help".to_owned()
+                } else {
+                    text.to_owned()
+                };
+                let incoming = Incoming::new(chat.0.to_string(), from.id.0.to_string(), text);
+                tokio::spawn(handler(incoming));
+            }
+            UpdateKind::CallbackQuery(query) => {
+                let inner = Arc::clone(self);
+                tokio::spawn(async move { inner.pressed(query).await });
+            }
+            _ => {}
+        }
+    }
+
+    /// A ✅ / ❌ press: answers the waiting confirmation if it is the asker's.
+    async fn pressed(&self, query: CallbackQuery) {
+        let answer = self.decide(&query);
+        let acknowledged = self
+            .call("answerCallbackQuery", || {
+                let request = self.bot.answer_callback_query(query.id.clone());
+                match answer {
+                    Some(text) => request.text(text).send(),
+                    None => request.send(),
+                }
+            })
+            .await;
+        if let Err(error) = acknowledged {
+            tracing::debug!(error = %self.redact(&error), "could not acknowledge a button press");
+        }
+    }
+
+    /// Hands the decision to the waiting turn; returns what to tell the
+    /// presser when it wasn't theirs to make.
+    fn decide(&self, query: &CallbackQuery) -> Option<&'static str> {
+        let Some((id, choice)) = query
+            .data
+            .as_deref()
+            .and_then(|d| d.strip_prefix("confirm:"))
+            .and_then(|d| d.split_once(':'))
+            .and_then(|(id, choice)| Some((id.parse::<u64>().ok()?, choice)))
+        else {
+            return Some("This button isn't mine to answer.");
+        };
+        let mut pending = lock(&self.pending);
+        let Some(waiting) = pending.get(&id) else {
+            return Some("This question has expired.");
+        };
+        let presser = query.from.id.0;
+        let may_answer = match waiting.user {
+            Some(user) => user == presser,
+            None => self.is_allowed(presser),
+        };
+        if !may_answer {
+            tracing::warn!(
+                user_id = presser,
+                "a button press from someone other than the asker was ignored"
+            );
+            return Some("Only the person who asked can answer this.");
+        }
+        if let Some(waiting) = pending.remove(&id) {
+            let _ = waiting.answer.send(Decision::from(choice == "yes"));
+        }
+        None
+    }
+
+    async fn ask(&self, request: ConfirmRequest) -> Decision {
+        let Ok(chat) = chat_of(&request.conversation).parse::<i64>().map(ChatId) else {
+            return Decision::Decline;
+        };
+        let id = self.next_question.fetch_add(1, Ordering::Relaxed);
+        let (answer, decision) = oneshot::channel();
+        let user = request.user.as_deref().and_then(|u| u.parse().ok());
+        lock(&self.pending).insert(id, Pending { user, answer });
+        let buttons = InlineKeyboardMarkup::new([[
+            InlineKeyboardButton::callback("✅ Yes", format!("confirm:{id}:yes")),
+            InlineKeyboardButton::callback("❌ No", format!("confirm:{id}:no")),
+        ]]);
+        let question = self
+            .call("sendMessage", || {
+                self.bot
+                    .send_message(chat, &request.prompt)
+                    .reply_markup(buttons.clone())
+                    .send()
+            })
+            .await;
+        let question = match question {
+            Ok(message) => message.id,
+            Err(error) => {
+                lock(&self.pending).remove(&id);
+                tracing::warn!(error = %self.redact(&error), "could not ask for confirmation; declined");
+                return Decision::Decline;
+            }
+        };
+        let (decision, outcome) = match tokio::time::timeout(self.confirm_timeout, decision).await {
+            Ok(Ok(Decision::Approve)) => (Decision::Approve, "✅ Approved".to_owned()),
+            Ok(Ok(Decision::Decline)) => (Decision::Decline, "❌ Declined".to_owned()),
+            _ => {
+                lock(&self.pending).remove(&id);
+                let minutes = self.confirm_timeout.as_secs().div_ceil(60);
+                (
+                    Decision::Decline,
+                    format!("⌛ No answer within {minutes} min: declined"),
+                )
+            }
+        };
+        // The buttons go: the message now shows the decision.
+        let shown = format!("{}\n\n{outcome}", request.prompt);
+        if let Err(error) = self.edit_text(chat, question, &shown, false).await {
+            tracing::debug!(error = %self.redact(&error), "could not show the decision");
+        }
+        decision
+    }
+}
+
+fn chat_id(conversation: &str) -> Result<ChatId, ChannelError> {
+    chat_of(conversation)
+        .parse::<i64>()
+        .map(ChatId)
+        .map_err(|_| ChannelError::Other {
+            message: format!("`{conversation}` is not a Telegram chat id"),
+            source: None,
+        })
+}
+
+impl Channel for Telegram {
+    fn start(
+        &self,
+        handler: Handler,
+        commands: Vec<CommandSpec>,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            let name = inner.connect().await?;
+            if inner.allowed.is_empty() {
+                tracing::warn!(
+                    "telegram.allowed_user_ids is empty, so everyone is refused: add your Telegram user id (the bot tells you yours when you write to it)"
+                );
+            }
+            inner.publish(&commands).await;
+            tracing::info!(bot = %name, "connected to Telegram");
+            let mut polling = Polling::builder(inner.bot.clone())
+                .timeout(POLL_WAIT)
+                .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
+                .delete_webhook()
+                .await
+                .build();
+            inner.connected.send_replace(true);
+            let updates = polling.as_stream();
+            futures_util::pin_mut!(updates);
+            while let Some(update) = updates.next().await {
+                match update {
+                    Ok(update) => inner.dispatch(update, &handler),
+                    Err(RequestError::Api(ApiError::InvalidToken)) => {
+                        return Err(ChannelError::Unauthorized);
+                    }
+                    // The poller backs off by itself.
+                    Err(error) => {
+                        tracing::warn!(error = %inner.redact(&error), "could not fetch updates; retrying");
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn limit(&self) -> (usize, Length) {
+        (MESSAGE_LIMIT, Length::Utf16)
+    }
+
+    fn post<'a>(
+        &'a self,
+        conversation: &'a str,
+        text: &'a str,
+        done: bool,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async move {
+            let chat = chat_id(conversation)?;
+            let sent = if done {
+                self.inner.send_formatted(chat, text).await
+            } else {
+                self.inner.send_plain(chat, text).await
+            };
+            sent.map(|id| id.0.to_string())
+                .map_err(|e| self.inner.channel_error(&e))
+        })
+    }
+
+    fn edit<'a>(
+        &'a self,
+        conversation: &'a str,
+        message: &'a str,
+        text: &'a str,
+        done: bool,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let chat = chat_id(conversation)?;
+            let message = message
+                .parse()
+                .map(MessageId)
+                .map_err(|_| ChannelError::Other {
+                    message: format!("`{message}` is not a Telegram message id"),
+                    source: None,
+                })?;
+            self.inner
+                .edit_text(chat, message, text, done)
+                .await
+                .map_err(|e| self.inner.channel_error(&e))
+        })
+    }
+
+    fn edit_interval(&self) -> Option<Duration> {
+        Some(self.inner.edit_interval)
+    }
+
+    fn typing<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Ok(chat) = chat_id(conversation) else {
+                return;
+            };
+            if let Err(error) = self
+                .inner
+                .bot
+                .send_chat_action(chat, ChatAction::Typing)
+                .await
+            {
+                tracing::debug!(error = %self.inner.redact(&error), "could not show typing");
+            }
+        })
+    }
+
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.ask(request).await })
+    }
+}
+
+/// Runs the bot the config describes until it stops: the agent (model,
+/// tools, history) from `[llm]`, `[agent]`, `[history]`, `[tools]`, and
+/// Telegram from `[telegram]`.
+///
+/// # Errors
+/// [`Error::Config`] for a missing token or a bad setting,
+/// [`Error::Unauthorized`] when Telegram refuses the token, [`Error::Other`]
+/// when the history or tools can't be opened.
+pub async fn run(loaded: &LoadedConfig) -> Result<(), Error> {
+    let settings = &loaded.config.telegram;
+    let token = settings.token.as_ref().ok_or_else(|| {
+        Error::Config(
+            "no Telegram bot token: set FERROBOT_TELEGRAM__TOKEN (or telegram.token in the config file) to the token @BotFather gave you".into(),
+        )
+    })?;
+    let telegram = Telegram::new(settings, token.expose())?;
+    let channel: Arc<dyn Channel> = Arc::new(telegram.clone());
+    let agent = loaded
+        .agent(
+            ChannelConfirm(Arc::clone(&channel)),
+            ChannelNotifier(Arc::clone(&channel)),
+        )
+        .await
+        .map_err(|e| Error::Other(e.to_string()))?;
+    let _state = ToolState::watch(loaded.tool_state_path(), &agent);
+    let _tools = watch_tools_file(loaded.tools_file_path(), &agent);
+    let notice = settings
+        .startup_notice
+        .then(|| {
+            settings
+                .notify_chat_id
+                .or_else(|| settings.allowed_user_ids.first().map(|&u| u as i64))
+        })
+        .flatten()
+        .map(|chat| {
+            let (telegram, channel) = (telegram.clone(), Arc::clone(&channel));
+            tokio::spawn(async move {
+                telegram.connected().await;
+                let report = ferrobot::tools::system_report().await;
+                let text = format!("ferrobot is online.\n\n{report}");
+                if let Err(error) = channel.send(&chat.to_string(), &text).await {
+                    tracing::warn!(%error, "could not send the start-up notice");
+                }
+            })
+        });
+    let served = serve(agent, channel).await;
+    if let Some(notice) = notice {
+        notice.abort();
+    }
+    served.map_err(|error| match error {
+        ChannelError::Unauthorized => Error::Unauthorized,
+        other => Error::Other(other.to_string()),
+    })
+}

@@ -1,0 +1,59 @@
+//! The agent a bot's config describes: its model, its tools, its history.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{LoadedConfig, ToolState};
+use crate::agent::Agent;
+use crate::confirm::ConfirmHandler;
+use crate::history::SqliteHistory;
+use crate::tool::{Notifier, Tool};
+
+impl LoadedConfig {
+    /// The tools a bot offers: the system tools, then the command tools of
+    /// the tools file, if there is one.
+    ///
+    /// # Errors
+    /// When the tools file has mistakes; the message names them.
+    pub fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, crate::BoxError> {
+        let mut tools = crate::tools::system();
+        let file = self.tools_file_path();
+        if file.is_file() {
+            let commands = crate::tools::CommandTool::load_file(&file)?;
+            tools.extend(commands.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>));
+        }
+        Ok(tools)
+    }
+
+    /// The agent the config describes: its [`provider`](Self::provider),
+    /// [`tools`](Self::tools) with the tool state file applied, the `[agent]`
+    /// settings and the SQLite history; it asks `confirm` before tools that
+    /// want approval and delivers later messages through `notifier`.
+    ///
+    /// # Errors
+    /// When the history can't be opened or the tools or tool state files
+    /// can't be read; the message names the file.
+    pub async fn agent(
+        &self,
+        confirm: impl ConfirmHandler,
+        notifier: impl Notifier,
+    ) -> Result<Agent, crate::BoxError> {
+        let path = self.history_path();
+        let history = SqliteHistory::open(&path)
+            .await
+            .map_err(|e| format!("opening the history at {}: {e}", path.display()))?;
+        let settings = &self.config.agent;
+        let agent = Agent::builder()
+            .provider(self.provider())
+            .tools(self.tools()?)
+            .system_prompt(settings.system_prompt.clone())
+            .max_tool_rounds(settings.max_tool_rounds)
+            .tool_timeout(Duration::from_secs(settings.tool_timeout_secs))
+            .history(history)
+            .confirm(confirm)
+            .notifier(notifier)
+            .build();
+        ToolState::load(&self.tool_state_path())?.apply(&agent);
+        Ok(agent)
+    }
+}
