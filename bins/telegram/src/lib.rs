@@ -194,7 +194,7 @@ impl Inner {
         let mut wait = Duration::from_secs(1);
         loop {
             match self.bot.get_me().await {
-                Ok(me) => return Ok(me.username().to_owned()),
+                Ok(me) => return Ok(me.user.username.clone().unwrap_or_default()),
                 Err(RequestError::Api(ApiError::InvalidToken)) => {
                     return Err(ChannelError::Unauthorized);
                 }

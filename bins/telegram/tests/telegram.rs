@@ -1,0 +1,362 @@
+//! The Telegram bot end to end: a fake Bot API over loopback (wiremock)
+//! feeding real update payloads, a model behind a fake OpenAI-compatible
+//! endpoint or a `MockProvider`, and assertions on the calls the bot makes.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferrobot::bot::{Channel, ChannelConfirm, ChannelNotifier, Config, ConfigSource, serve};
+use ferrobot::provider::{OpenAiCompatible, Provider};
+use ferrobot::testing::{MockProvider, MockTurn, OpenAiStream};
+use ferrobot::tool::{IntoTool as _, Tool, from_fn};
+use ferrobot::{Agent, ToolContext};
+use ferrobot_telegram::Telegram;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const TOKEN: &str = "123456:TEST-token_secret";
+const ANN: u64 = 111;
+const BOB: u64 = 222;
+const STRANGER: u64 = 999;
+
+/// A Bot API: answers every method the bot uses, hands out queued updates
+/// to `getUpdates`, records every other call, and fails calls on request.
+#[derive(Clone, Default)]
+struct FakeBotApi(Arc<Mutex<State>>);
+
+#[derive(Default)]
+struct State {
+    updates: VecDeque<Value>,
+    calls: Vec<(String, Value)>,
+    next_message: i64,
+    next_update: i64,
+    /// (method, only when MarkdownV2 is asked for, status, body)
+    failures: Vec<(String, bool, u16, Value)>,
+}
+
+impl Respond for FakeBotApi {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let method = request
+            .url
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_lowercase();
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let mut state = self.0.lock().unwrap();
+        if method == "getupdates" {
+            let updates: Vec<Value> = state.updates.drain(..).collect();
+            let delay = if updates.is_empty() { 30 } else { 0 };
+            return ok(json!(updates)).set_delay(Duration::from_millis(delay));
+        }
+        state.calls.push((method.clone(), body.clone()));
+        let markdown = body["parse_mode"] == "MarkdownV2";
+        if let Some(i) = state
+            .failures
+            .iter()
+            .position(|(m, md_only, ..)| *m == method && (!md_only || markdown))
+        {
+            let (_, _, status, body) = state.failures.remove(i);
+            return ResponseTemplate::new(status).set_body_json(body);
+        }
+        match method.as_str() {
+            "getme" => ok(json!({
+                "id": 42, "is_bot": true, "first_name": "ferrobot", "username": "ferrobot_test_bot",
+                "can_join_groups": true, "can_read_all_group_messages": false, "supports_inline_queries": false, "has_main_web_app": false
+            })),
+            "sendmessage" | "editmessagetext" => {
+                let id = if method == "sendmessage" {
+                    state.next_message += 1;
+                    state.next_message
+                } else {
+                    body["message_id"].as_i64().unwrap_or_default()
+                };
+                let chat = body["chat_id"].as_i64().unwrap_or_default();
+                ok(json!({
+                    "message_id": id, "date": 1700000000,
+                    "chat": if chat < 0 { json!({"id": chat, "type": "supergroup", "title": "group"}) }
+                            else { json!({"id": chat, "type": "private", "first_name": "Ann"}) },
+                    "from": {"id": 42, "is_bot": true, "first_name": "ferrobot"},
+                    "text": body["text"],
+                }))
+            }
+            _ => ok(json!(true)),
+        }
+    }
+}
+
+fn ok(result: Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({"ok": true, "result": result}))
+}
+
+impl FakeBotApi {
+    async fn start() -> (Self, MockServer) {
+        let server = MockServer::start().await;
+        let fake = Self::default();
+        Mock::given(path_regex(r"^/bot[^/]+/\w+$"))
+            .respond_with(fake.clone())
+            .mount(&server)
+            .await;
+        (fake, server)
+    }
+
+    fn push(&self, mut update: Value) {
+        let mut state = self.0.lock().unwrap();
+        state.next_update += 1;
+        update["update_id"] = json!(state.next_update);
+        state.updates.push_back(update);
+    }
+
+    fn text(&self, user: u64, chat: i64, text: &str) {
+        self.push(json!({"message": {
+            "message_id": 1000, "date": 1700000000, "text": text,
+            "from": {"id": user, "is_bot": false, "first_name": "Ann"},
+            "chat": {"id": chat, "type": "private", "first_name": "Ann"},
+        }}));
+    }
+
+    fn press(&self, user: u64, data: &str) {
+        self.push(json!({"callback_query": {
+            "id": format!("press-{user}-{data}"), "chat_instance": "1", "data": data,
+            "from": {"id": user, "is_bot": false, "first_name": "Someone"},
+        }}));
+    }
+
+    fn fail(&self, method: &str, markdown_only: bool, status: u16, body: Value) {
+        self.0
+            .lock()
+            .unwrap()
+            .failures
+            .push((method.to_lowercase(), markdown_only, status, body));
+    }
+
+    fn calls(&self, method: &str) -> Vec<Value> {
+        let method = method.to_lowercase();
+        self.0
+            .lock()
+            .unwrap()
+            .calls
+            .iter()
+            .filter(|(m, _)| *m == method)
+            .map(|(_, body)| body.clone())
+            .collect()
+    }
+
+    /// Waits (up to 10 s) until a `method` call satisfies `wanted`.
+    async fn wait_for(&self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..500 {
+            if let Some(call) = self.calls(method).into_iter().find(|c| wanted(c)) {
+                return call;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let state = self.0.lock().unwrap();
+        panic!("no matching {method} call; calls: {:#?}", state.calls);
+    }
+}
+
+fn settings(server: &MockServer, allowed: &[u64]) -> ferrobot::bot::TelegramConfig {
+    let mut settings = Config::load(&ConfigSource::defaults_only())
+        .unwrap()
+        .config
+        .telegram;
+    settings.api_url = server.uri();
+    settings.allowed_user_ids = allowed.to_vec();
+    settings.edit_interval_ms = 40;
+    settings.confirm_timeout_secs = 5;
+    settings
+}
+
+/// Serves `agent` (built around the channel) in the background.
+fn start(
+    server: &MockServer,
+    allowed: &[u64],
+    build: impl FnOnce(Arc<dyn Channel>) -> Agent,
+) -> tokio::task::JoinHandle<()> {
+    let telegram = Telegram::new(&settings(server, allowed), TOKEN).unwrap();
+    let channel: Arc<dyn Channel> = Arc::new(telegram);
+    let agent = build(Arc::clone(&channel));
+    tokio::spawn(async move {
+        serve(agent, channel).await.unwrap();
+    })
+}
+
+fn agent(
+    provider: impl Provider + 'static,
+    channel: &Arc<dyn Channel>,
+    tools: Vec<Arc<dyn Tool>>,
+) -> Agent {
+    Agent::builder()
+        .provider(provider)
+        .tools(tools)
+        .confirm(ChannelConfirm(Arc::clone(channel)))
+        .notifier(ChannelNotifier(Arc::clone(channel)))
+        .build()
+}
+
+/// An OpenAI-compatible endpoint answering each chat request with the next
+/// of `answers` (SSE bodies).
+async fn llm(answers: Vec<String>) -> MockServer {
+    let server = MockServer::start().await;
+    let answers = Mutex::new(VecDeque::from(answers));
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(move |_: &Request| {
+            let body = answers
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| OpenAiStream::new().text("(no more answers)").into_sse());
+            ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn openai(server: &MockServer) -> OpenAiCompatible {
+    OpenAiCompatible::new(format!("{}/v1", server.uri())).model("test-model")
+}
+
+fn text_answer(text: &str) -> String {
+    OpenAiStream::new().text(text).into_sse()
+}
+
+#[tokio::test]
+async fn a_message_is_answered_in_its_chat_streamed_by_edits_then_formatted() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = MockProvider::new().then(
+        MockTurn::new()
+            .text("Disk / has **42.5 GB** free.")
+            .chunked(6)
+            .delay(Duration::from_millis(25)),
+    );
+    let recorded = model.clone();
+    let _bot = start(&server, &[ANN], |channel| agent(model, &channel, vec![]));
+    api.text(ANN, ANN as i64, "how much disk is left?");
+    let done = api
+        .wait_for("EditMessageText", |c| c["parse_mode"] == "MarkdownV2")
+        .await;
+    assert_eq!(done["chat_id"], json!(ANN));
+    assert_eq!(done["text"], r"Disk / has *42\.5 GB* free\.");
+    // The first words were posted as a plain draft, then edited in place.
+    let first = &api.calls("SendMessage")[0];
+    assert_eq!(first["chat_id"], json!(ANN));
+    assert!(first.get("parse_mode").is_none(), "{first}");
+    assert!("Disk / has **42.5 GB** free.".starts_with(first["text"].as_str().unwrap()));
+    let drafts = api.calls("EditMessageText").len() - 1;
+    assert!(drafts >= 1, "edited while streaming");
+    assert_eq!(api.calls("SendMessage").len(), 1, "one message, edited");
+    assert_eq!(done["message_id"], json!(1));
+    let typing = api.calls("SendChatAction");
+    assert!(typing.iter().any(|c| c["action"] == "typing" && c["chat_id"] == json!(ANN)));
+    assert_eq!(recorded.requests()[0].messages[0].text(), "how much disk is left?");
+}
+
+#[tokio::test]
+async fn a_stranger_is_refused_once_and_reaches_nothing() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = MockProvider::replying("secret");
+    let recorded = model.clone();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let ping = from_fn("ping", "Ping.", move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { "pong" }
+    });
+    let _bot = start(&server, &[ANN], |channel| {
+        agent(model, &channel, vec![ping.into_tool()])
+    });
+    api.text(STRANGER, STRANGER as i64, "hello");
+    api.text(STRANGER, STRANGER as i64, "/ping");
+    api.text(ANN, ANN as i64, "/ping");
+    api.wait_for("SendMessage", |c| c["chat_id"] == json!(ANN)).await;
+    let to_stranger: Vec<Value> = api
+        .calls("SendMessage")
+        .into_iter()
+        .filter(|c| c["chat_id"] == json!(STRANGER))
+        .collect();
+    assert_eq!(to_stranger.len(), 1, "one refusal: {to_stranger:?}");
+    assert!(to_stranger[0]["text"].as_str().unwrap().contains("private bot"));
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "only Ann's /ping ran");
+    assert!(recorded.requests().is_empty(), "the model saw nothing");
+}
+
+#[tokio::test]
+async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = llm(vec![
+        OpenAiStream::new()
+            .tool_call("call_1", "reboot", &json!({"delay": 1}))
+            .into_sse(),
+        text_answer("Rebooting in a minute."),
+    ])
+    .await;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let reboot = from_fn("reboot", "Reboot this machine.", move |_: Value, ctx: ToolContext| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            ctx.notify_later("Rebooting now.", Duration::from_millis(50))
+                .map(|()| "scheduled")
+        }
+    })
+    .confirm("Reboot this machine?");
+    let _bot = start(&server, &[ANN, BOB], |channel| {
+        agent(openai(&model), &channel, vec![reboot.into_tool()])
+    });
+    api.text(ANN, ANN as i64, "please reboot");
+    let question = api
+        .wait_for("SendMessage", |c| c["text"] == "Reboot this machine?")
+        .await;
+    let buttons = &question["reply_markup"]["inline_keyboard"][0];
+    assert_eq!(buttons[0]["text"], "✅ Yes");
+    assert_eq!(buttons[1]["text"], "❌ No");
+    let yes = buttons[0]["callback_data"].as_str().unwrap().to_owned();
+    // Bob is allowed to use the bot, but it isn't his question.
+    api.press(BOB, &yes);
+    let refused = api
+        .wait_for("AnswerCallbackQuery", |c| c["callback_query_id"] == format!("press-{BOB}-{yes}"))
+        .await;
+    assert_eq!(refused["text"], "Only the person who asked can answer this.");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "not run before the asker's yes");
+    api.press(ANN, &yes);
+    api.wait_for("EditMessageText", |c| c["text"] == "Reboot this machine?\n\n✅ Approved")
+        .await;
+    api.wait_for("SendMessage", |c| c["text"] == r"Rebooting in a minute\.")
+        .await;
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    // The tool's later message reaches the chat that asked.
+    api.wait_for("SendMessage", |c| c["text"] == r"Rebooting now\." && c["chat_id"] == json!(ANN))
+        .await;
+}
+
+#[tokio::test]
+async fn a_question_nobody_answers_is_declined_after_the_time_out() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = MockProvider::new()
+        .then(MockTurn::new().tool_call("reboot", json!({})))
+        .then(MockTurn::new().text("Left it running."));
+    let recorded = model.clone();
+    let reboot = from_fn("reboot", "Reboot.", |_: Value, _| async { "rebooted" })
+        .confirm("Reboot this machine?");
+    let mut settings = settings(&server, &[ANN]);
+    settings.confirm_timeout_secs = 1;
+    let channel: Arc<dyn Channel> = Arc::new(Telegram::new(&settings, TOKEN).unwrap());
+    let agent = agent(model, &channel, vec![reboot.into_tool()]);
+    tokio::spawn(serve(agent, channel));
+    api.text(ANN, ANN as i64, "reboot");
+    api.wait_for("EditMessageText", |c| {
+        c["text"] == "Reboot this machine?\n\n⌛ No answer within 1 min: declined"
+    })
+    .await;
+    api.wait_for("SendMessage", |c| c["text"] == r"Left it running\.").await;
+    let results = &recorded.requests()[1].messages;
+    assert!(format!("{results:?}").contains("Cancelled by user."));
+}
