@@ -31,7 +31,8 @@ struct FakeBotApi(Arc<Mutex<State>>);
 #[derive(Default)]
 struct State {
     updates: VecDeque<Value>,
-    calls: Vec<(String, Value)>,
+    /// Every call but `getUpdates`: method, body, and whether it succeeded.
+    calls: Vec<(String, Value, bool)>,
     next_message: i64,
     next_update: i64,
     /// (method, only when MarkdownV2 is asked for, status, body)
@@ -54,16 +55,17 @@ impl Respond for FakeBotApi {
             let delay = if updates.is_empty() { 30 } else { 0 };
             return ok(json!(updates)).set_delay(Duration::from_millis(delay));
         }
-        state.calls.push((method.clone(), body.clone()));
         let markdown = body["parse_mode"] == "MarkdownV2";
         if let Some(i) = state
             .failures
             .iter()
             .position(|(m, md_only, ..)| *m == method && (!md_only || markdown))
         {
-            let (_, _, status, body) = state.failures.remove(i);
-            return ResponseTemplate::new(status).set_body_json(body);
+            let (_, _, status, failure) = state.failures.remove(i);
+            state.calls.push((method, body, false));
+            return ResponseTemplate::new(status).set_body_json(failure);
         }
+        state.calls.push((method.clone(), body.clone(), true));
         match method.as_str() {
             "getme" => ok(json!({
                 "id": 42, "is_bot": true, "first_name": "ferrobot", "username": "ferrobot_test_bot",
@@ -135,15 +137,25 @@ impl FakeBotApi {
             .push((method.to_lowercase(), markdown_only, status, body));
     }
 
+    /// The successful calls of `method`.
     fn calls(&self, method: &str) -> Vec<Value> {
+        self.attempts(method)
+            .into_iter()
+            .filter(|(_, ok)| *ok)
+            .map(|(body, _)| body)
+            .collect()
+    }
+
+    /// Every call of `method`, and whether it succeeded.
+    fn attempts(&self, method: &str) -> Vec<(Value, bool)> {
         let method = method.to_lowercase();
         self.0
             .lock()
             .unwrap()
             .calls
             .iter()
-            .filter(|(m, _)| *m == method)
-            .map(|(_, body)| body.clone())
+            .filter(|(m, ..)| *m == method)
+            .map(|(_, body, ok)| (body.clone(), *ok))
             .collect()
     }
 
@@ -359,4 +371,154 @@ async fn a_question_nobody_answers_is_declined_after_the_time_out() {
     api.wait_for("SendMessage", |c| c["text"] == r"Left it running\.").await;
     let results = &recorded.requests()[1].messages;
     assert!(format!("{results:?}").contains("Cancelled by user."));
+}
+
+/// Telegram's length of a MarkdownV2 text: what shows, escapes and entity
+/// markers left out (enough for the text these tests send).
+fn shown_len(markdown_v2: &str) -> usize {
+    let mut shown = String::new();
+    let mut chars = markdown_v2.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => shown.extend(chars.next()),
+            '`' | '*' | '_' => {}
+            c => shown.push(c),
+        }
+    }
+    shown.encode_utf16().count()
+}
+
+#[tokio::test]
+async fn a_long_reply_is_split_within_the_limit_without_breaking_code_blocks() {
+    let (api, server) = FakeBotApi::start().await;
+    let code = "let size = disk.available(); // 🚀\n".repeat(120);
+    let prose = "Everything looks fine on this machine, nothing to worry about. ".repeat(60);
+    let reply = format!("{prose}\n\n```rust\n{code}```\n\n{prose}");
+    let _bot = start(&server, &[ANN], |channel| {
+        agent(MockProvider::replying(reply.clone()), &channel, vec![])
+    });
+    api.text(ANN, ANN as i64, "report");
+    // Wait for the last words, then check every finished piece.
+    api.wait_for("SendMessage", |c| {
+        c["text"].as_str().is_some_and(|t| t.ends_with(r"nothing to worry about\."))
+    })
+    .await;
+    let pieces: Vec<String> = api
+        .calls("SendMessage")
+        .iter()
+        .chain(api.calls("EditMessageText").iter())
+        .filter(|c| c["parse_mode"] == "MarkdownV2")
+        .map(|c| c["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(pieces.len() >= 3, "{} pieces", pieces.len());
+    for piece in &pieces {
+        assert!(shown_len(piece) <= 4096, "a piece of {} units", shown_len(piece));
+        assert_eq!(piece.matches("```").count() % 2, 0, "code fences balanced in {piece:.80}…");
+    }
+    let code_pieces = pieces.iter().filter(|p| p.contains("```rust\n")).count();
+    assert!(code_pieces >= 2, "the code block is reopened in the next message");
+    assert!(pieces.iter().all(|p| !p.contains('\u{FFFD}')), "no emoji cut in half");
+}
+
+#[tokio::test]
+async fn markdown_telegram_rejects_is_sent_again_as_plain_text() {
+    let (api, server) = FakeBotApi::start().await;
+    let ping = from_fn("ping", "Ping.", |_: Value, _| async { "pong *unbalanced" });
+    let model = MockProvider::new().then(
+        MockTurn::new()
+            .text("Streamed *answer")
+            .chunked(4)
+            .delay(Duration::from_millis(20)),
+    );
+    let _bot = start(&server, &[ANN], |channel| {
+        agent(model, &channel, vec![ping.into_tool()])
+    });
+    let refusal = json!({"ok": false, "error_code": 400,
+        "description": "Bad Request: can't parse entities: Can't find end of Bold entity at byte offset 5"});
+    // A whole reply (a slash command's) is sent…
+    api.fail("SendMessage", true, 400, refusal.clone());
+    api.text(ANN, ANN as i64, "/ping");
+    let plain = api
+        .wait_for("SendMessage", |c| c["text"] == "pong *unbalanced")
+        .await;
+    assert!(plain.get("parse_mode").is_none());
+    // …and a streamed one is edited, in plain text.
+    api.fail("EditMessageText", true, 400, refusal);
+    api.text(ANN, ANN as i64, "hi");
+    // (Drafts are plain too: wait for the refused Markdown, then look after it.)
+    let mut refused = None;
+    for _ in 0..500 {
+        let attempts = api.attempts("EditMessageText");
+        if let Some(i) = attempts.iter().position(|(c, ok)| !ok && c["parse_mode"] == "MarkdownV2") {
+            refused = Some((i, attempts));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (i, _) = refused.expect("the finished reply was edited with Markdown");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = &api.attempts("EditMessageText")[i + 1..];
+    assert!(
+        after.iter().any(|(c, ok)| *ok
+            && c["text"] == "Streamed *answer"
+            && c.get("parse_mode").is_none()
+            && c["chat_id"] == json!(ANN)),
+        "then edited in plain text: {after:?}"
+    );
+
+}
+
+#[tokio::test]
+async fn the_command_menu_lists_the_tools_telegram_can_name() {
+    let (api, server) = FakeBotApi::start().await;
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Args {
+        /// How many lines.
+        #[allow(dead_code)]
+        lines: u32,
+    }
+    let tools = vec![
+        from_fn("tail_log", "Show the end of the log.\nMore detail.", |_: Args, _| async { "" }).into_tool(),
+        from_fn("Reboot-Now", "Not a Telegram command name.", |_: Value, _| async { "" }).into_tool(),
+    ];
+    let _bot = start(&server, &[ANN], |channel| {
+        agent(MockProvider::replying("ok"), &channel, tools)
+    });
+    let menu = api.wait_for("SetMyCommands", |_| true).await;
+    assert_eq!(
+        menu["commands"],
+        json!([
+            {"command": "new", "description": "Start a fresh conversation"},
+            {"command": "help", "description": "List the commands"},
+            {"command": "tail_log", "description": "Show the end of the log."},
+        ])
+    );
+    // A menu command runs the tool directly, as a typed slash command would.
+    api.text(ANN, ANN as i64, "/tail_log lines=x");
+    let answer = api.wait_for("SendMessage", |_| true).await;
+    assert!(answer["text"].as_str().unwrap().contains("expected u32"), "{answer}");
+    // /start greets with the command list.
+    api.text(ANN, ANN as i64, "/start");
+    api.wait_for("SendMessage", |c| c["text"].as_str().unwrap().contains("tail\\_log")).await;
+}
+
+#[tokio::test]
+async fn flood_control_is_waited_out_and_the_reply_still_arrives() {
+    let (api, server) = FakeBotApi::start().await;
+    let _bot = start(&server, &[ANN], |channel| {
+        agent(MockProvider::replying("Fine."), &channel, vec![])
+    });
+    api.fail(
+        "SendMessage",
+        false,
+        429,
+        json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1",
+               "parameters": {"retry_after": 1}}),
+    );
+    let asked = std::time::Instant::now();
+    api.text(ANN, ANN as i64, "status?");
+    api.wait_for("SendMessage", |c| c["text"] == r"Fine\.").await;
+    assert!(asked.elapsed() >= Duration::from_secs(1), "waited as told: {:#?}", api.0.lock().unwrap().calls);
+    let attempts: Vec<bool> = api.attempts("SendMessage").iter().map(|(_, ok)| *ok).collect();
+    assert_eq!(attempts, [false, true], "the refused call, then the retry");
 }
