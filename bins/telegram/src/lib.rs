@@ -311,47 +311,52 @@ impl Inner {
 
     /// Turns an update into a turn, a button press or nothing.
     fn dispatch(self: &Arc<Self>, update: Update, handler: &Handler) {
-        match update.kind {
-            UpdateKind::Message(message) => {
-                let (Some(from), Some(text)) = (message.from.as_ref(), message.text()) else {
-                    return;
-                };
-                if from.is_bot {
-                    return;
+        let message = match update.kind {
+            UpdateKind::Message(message) => match (message.from.as_ref(), message.text()) {
+                (Some(from), Some(text)) if !from.is_bot => {
+                    Some((message.chat.id, from.id.0, text.to_owned()))
                 }
-                let chat = message.chat.id;
-                if !self.is_allowed(from.id.0) {
-                    tracing::warn!(
-                        user_id = from.id.0,
-                        "refused a message from a user not in telegram.allowed_user_ids"
-                    );
-                    if lock(&self.refused).insert(from.id.0) {
-                        let inner = Arc::clone(self);
-                        tokio::spawn(async move {
-                            let _ = inner.send_plain(chat, REFUSAL).await;
-                        });
-                    }
-                    return;
-                }
-                // `/start` is what Telegram sends when someone opens the bot.
-                let text = if text
-                    .split_whitespace()
-                    .next()
-                    .is_some_and(|w| w == "/start" || w.starts_with("/start@"))
-                {
-                    "/help".to_owned()
-                } else {
-                    text.to_owned()
-                };
-                let incoming = Incoming::new(chat.0.to_string(), from.id.0.to_string(), text);
-                tokio::spawn(handler(incoming));
-            }
+                _ => None,
+            },
             UpdateKind::CallbackQuery(query) => {
                 let inner = Arc::clone(self);
                 tokio::spawn(async move { inner.pressed(query).await });
+                None
             }
-            _ => {}
+            // An update teloxide's types don't accept (an old payload without
+            // `is_bot`, a field Telegram changed): a text message in it is
+            // still read.
+            UpdateKind::Error(raw) => lenient_text(&raw),
+            _ => None,
+        };
+        let Some((chat, user, text)) = message else {
+            return;
+        };
+        if !self.is_allowed(user) {
+            tracing::warn!(
+                user_id = user,
+                "refused a message from a user not in telegram.allowed_user_ids"
+            );
+            if lock(&self.refused).insert(user) {
+                let inner = Arc::clone(self);
+                tokio::spawn(async move {
+                    let _ = inner.send_plain(chat, REFUSAL).await;
+                });
+            }
+            return;
         }
+        // `/start` is what Telegram sends when someone opens the bot.
+        let first = text.split_whitespace().next().unwrap_or_default();
+        let text = if first == "/start" || first.starts_with("/start@") {
+            "/help".to_owned()
+        } else {
+            text
+        };
+        tokio::spawn(handler(Incoming::new(
+            chat.0.to_string(),
+            user.to_string(),
+            text,
+        )));
     }
 
     /// A ✅ / ❌ press: answers the waiting confirmation if it is the asker's.
@@ -452,6 +457,20 @@ impl Inner {
         }
         decision
     }
+}
+
+/// The chat, sender and text of a message update in raw JSON.
+fn lenient_text(raw: &serde_json::Value) -> Option<(ChatId, u64, String)> {
+    let message = raw.get("message")?;
+    let from = message.get("from")?;
+    if from.get("is_bot").and_then(serde_json::Value::as_bool) == Some(true) {
+        return None;
+    }
+    Some((
+        ChatId(message.get("chat")?.get("id")?.as_i64()?),
+        from.get("id")?.as_u64()?,
+        message.get("text")?.as_str()?.to_owned(),
+    ))
 }
 
 fn chat_id(conversation: &str) -> Result<ChatId, ChannelError> {
