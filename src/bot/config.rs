@@ -122,7 +122,7 @@ pub struct ToolsConfig {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct TelegramConfig {
-    /// The bot's token from @BotFather; prefer the environment
+    /// The bot's token from `@BotFather`; prefer the environment
     /// (`FERROBOT_TELEGRAM__TOKEN`). Never printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Secret>,

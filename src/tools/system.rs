@@ -332,16 +332,16 @@ pub async fn report() -> String {
             ));
         }
     }
-    if let Ok(readings) = temperatures::run().await {
-        if let Some(hottest) = readings
-            .iter()
+    let hottest = temperatures::run().await.ok().and_then(|readings| {
+        readings
+            .into_iter()
             .max_by(|a, b| a.celsius.total_cmp(&b.celsius))
-        {
-            lines.push(format!(
-                "Temperature: {:.0} °C ({})",
-                hottest.celsius, hottest.sensor
-            ));
-        }
+    });
+    if let Some(hottest) = hottest {
+        lines.push(format!(
+            "Temperature: {:.0} °C ({})",
+            hottest.celsius, hottest.sensor
+        ));
     }
     lines.join("\n")
 }

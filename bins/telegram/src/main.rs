@@ -3,6 +3,7 @@
 //! Exit codes: 0 stopped; 1 the bot failed while running; 2 bad
 //! configuration or a token Telegram refuses.
 
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,11 +11,16 @@ use clap::Parser;
 use ferrobot::bot::{Config, ConfigSource};
 use ferrobot_telegram::Error;
 
-/// Your machine's assistant on Telegram. Every setting can also come from
-/// the environment: FERROBOT_TELEGRAM__TOKEN, FERROBOT_TELEGRAM__ALLOWED_USER_IDS=[111],
-/// FERROBOT_LLM__BASE_URL, FERROBOT_LLM__MODEL…
+/// Your machine's assistant on Telegram.
 #[derive(Debug, Parser)]
-#[command(name = "ferrobot-telegram", version, about)]
+#[command(
+    name = "ferrobot-telegram",
+    version,
+    about,
+    after_help = "Every setting can also come from the environment (`__` nests): \
+                  FERROBOT_TELEGRAM__TOKEN, FERROBOT_TELEGRAM__ALLOWED_USER_IDS=[111], \
+                  FERROBOT_LLM__BASE_URL, FERROBOT_LLM__MODEL… See docs/telegram.md."
+)]
 struct Cli {
     /// Read this config file instead of ./ferrobot.toml or the per-user one.
     #[arg(short = 'c', long = "config")]
@@ -26,6 +32,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FERROBOT_LOG")
                 .unwrap_or_else(|_| "info".into()),

@@ -1,7 +1,7 @@
 //! The model's Markdown as Telegram's MarkdownV2.
 //!
 //! Telegram rejects a MarkdownV2 message with one unescaped `.` or `!`, and
-//! models write CommonMark; so the reply is parsed with pulldown-cmark and
+//! models write CommonMark; so the reply is parsed with `pulldown-cmark` and
 //! written again with every character escaped as MarkdownV2 requires in its
 //! place (text, code, link target). If Telegram still refuses it, the
 //! channel falls back to plain text.
@@ -106,10 +106,8 @@ impl Writer {
                 self.links.push(dest_url.into_string());
             }
             Tag::TableRow | Tag::TableHead => self.line_break(),
-            Tag::TableCell => {
-                if !self.text.ends_with('\n') && !self.text.is_empty() {
-                    self.write(" \\| ");
-                }
+            Tag::TableCell if !self.text.ends_with('\n') && !self.text.is_empty() => {
+                self.write(" \\| ");
             }
             _ => {}
         }

@@ -2,6 +2,9 @@
 //! feeding real update payloads, a model behind a fake OpenAI-compatible
 //! endpoint or a `MockProvider`, and assertions on the calls the bot makes.
 
+// Helpers outside `#[test]` functions panic on setup failures, like the tests.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,13 +90,20 @@ impl Respond for FakeBotApi {
                     "text": body["text"],
                 }))
             }
+            "getwebhookinfo" => {
+                ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}))
+            }
             _ => ok(json!(true)),
         }
     }
 }
 
 fn ok(result: Value) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({"ok": true, "result": result}))
+    let body = serde_json::Map::from_iter([
+        ("ok".to_owned(), json!(true)),
+        ("result".to_owned(), result),
+    ]);
+    ResponseTemplate::new(200).set_body_json(body)
 }
 
 impl FakeBotApi {
@@ -707,4 +717,149 @@ async fn recorded_updates_are_answered_or_left_alone_as_their_kind_requires() {
 /// Whether `call` is one of the `SendMessage` calls made after the first `before`.
 fn api_len_after(call: &Value, api: &FakeBotApi, before: usize) -> bool {
     api.calls("SendMessage")[before..].contains(call)
+}
+
+/// A scratch home for the binary: config, data and working directories.
+struct Home(PathBuf);
+
+impl Home {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("ferrobot-telegram-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    /// The binary, configured from the environment alone.
+    fn bot(&self, env: &[(&str, String)]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrobot-telegram"));
+        command
+            .current_dir(&self.0)
+            .env("HOME", &self.0)
+            .env("XDG_CONFIG_HOME", self.0.join("config"))
+            .env("XDG_DATA_HOME", self.0.join("data"))
+            .env("FERROBOT_LOG", "info")
+            .env_remove("FERROBOT_LLM__BASE_URL")
+            .env_remove("FERROBOT_LLM__MODEL")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn the_binary_runs_from_the_environment_alone() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = llm(vec![text_answer("All good.")]).await;
+    let home = Home::new("env");
+    let mut bot = home
+        .bot(&[
+            ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+            ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+            ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+            ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
+            ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+            ("FERROBOT_LLM__MODEL", "test-model".into()),
+        ])
+        .spawn()
+        .unwrap();
+    // Once connected, the start-up report goes to the first allowed user.
+    let notice = api
+        .wait_for("SendMessage", |c| {
+            c["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("ferrobot is online"))
+        })
+        .await;
+    assert_eq!(notice["chat_id"], json!(ANN));
+    assert!(
+        notice["text"].as_str().unwrap().contains("Memory"),
+        "{notice}"
+    );
+    api.text(ANN, ANN as i64, "all good?");
+    api.wait_for("SendMessage", |c| c["text"] == r"All good\.")
+        .await;
+    let asked = &model.received_requests().await.unwrap()[0];
+    let body: Value = serde_json::from_slice(&asked.body).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert!(body["messages"].to_string().contains("all good?"));
+    // The system tools are offered, and the history is kept on disk.
+    assert!(body["tools"].to_string().contains("disk_usage"));
+    assert!(home.0.join("data/ferrobot/history.db").is_file());
+    bot.start_kill().unwrap();
+    let output = bot.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("connected to Telegram"), "{log}");
+    assert!(
+        !log.contains(TOKEN) && !log.contains("TEST-token"),
+        "the token stays out of the log"
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_token_stops_the_bot_with_a_clear_message() {
+    let server = MockServer::start().await;
+    Mock::given(path_regex(r"^/bot[^/]+/GetMe$"))
+        .respond_with(
+            ResponseTemplate::new(401).set_body_json(
+                json!({"ok": false, "error_code": 401, "description": "Unauthorized"}),
+            ),
+        )
+        .mount(&server)
+        .await;
+    let home = Home::new("revoked");
+    let output = home
+        .bot(&[
+            ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+            ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+            ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+            ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+        ])
+        .output()
+        .await
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{log}");
+    assert!(log.contains("Telegram refused the bot token"), "{log}");
+    assert!(!log.contains(TOKEN), "{log}");
+}
+
+#[tokio::test]
+async fn without_a_token_the_bot_says_where_to_put_one() {
+    let home = Home::new("no-token");
+    let output = home.bot(&[]).output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{log}");
+    assert!(log.contains("FERROBOT_TELEGRAM__TOKEN"), "{log}");
+}
+
+#[tokio::test]
+async fn with_nobody_allowed_the_bot_refuses_everyone_and_says_so() {
+    let (api, server) = FakeBotApi::start().await;
+    let home = Home::new("nobody");
+    let mut bot = home
+        .bot(&[
+            ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+            ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+        ])
+        .spawn()
+        .unwrap();
+    api.wait_for("SetMyCommands", |_| true).await;
+    api.text(ANN, ANN as i64, "hello");
+    let refusal = api.wait_for("SendMessage", |_| true).await;
+    assert!(refusal["text"].as_str().unwrap().contains("private bot"));
+    bot.start_kill().unwrap();
+    let output = bot.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("allowed_user_ids is empty"), "{log}");
+    assert!(log.contains(&format!("user_id={ANN}")), "{log}");
 }
