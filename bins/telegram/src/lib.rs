@@ -4,7 +4,8 @@
 //! teloxide); [`run`] builds the agent the config describes and serves it.
 //! The binary is `main.rs`; the guide is `docs/telegram.md`.
 
-mod markdown;
+#[doc(hidden)]
+pub mod markdown;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;

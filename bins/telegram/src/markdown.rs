@@ -10,7 +10,7 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, T
 use teloxide::utils::markdown::{escape, escape_code, escape_link_url};
 
 /// `markdown` as MarkdownV2.
-pub(crate) fn to_markdown_v2(markdown: &str) -> String {
+pub fn to_markdown_v2(markdown: &str) -> String {
     let mut out = Writer::default();
     let options =
         Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
