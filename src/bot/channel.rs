@@ -24,6 +24,10 @@ pub struct Incoming {
     pub user: String,
     /// What they wrote.
     pub text: String,
+    /// Where the reply goes when not to `conversation` itself, in the
+    /// channel's own terms (a Discord slash command's interaction); passed to
+    /// [`Channel::post`] and [`Channel::edit`] in place of the conversation.
+    pub reply_to: Option<String>,
 }
 
 impl Incoming {
@@ -37,7 +41,15 @@ impl Incoming {
             conversation: conversation.into(),
             user: user.into(),
             text: text.into(),
+            reply_to: None,
         }
+    }
+
+    /// The reply goes to `target` instead of the conversation.
+    #[must_use]
+    pub fn reply_to(mut self, target: impl Into<String>) -> Self {
+        self.reply_to = Some(target.into());
+        self
     }
 }
 
@@ -86,7 +98,8 @@ pub trait Channel: Send + Sync + 'static {
     }
 
     /// Posts one message (within [`limit`](Self::limit)) to `conversation`
-    /// and returns its id. `done` is false for a draft of a reply still being
+    /// (or to the [`reply_to`](Incoming::reply_to) target of the message
+    /// being answered) and returns its id. `done` is false for a draft of a reply still being
     /// written, which will be edited (send it as plain text: its Markdown may
     /// be cut in half); true for a finished one.
     fn post<'a>(

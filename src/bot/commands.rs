@@ -142,26 +142,39 @@ impl CommandSpec {
     /// assert_eq!(text, r#"/grep pattern="disk full" path=/var/log"#);
     /// ```
     pub fn slash_text<'a>(&self, values: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-        let mut text = format!("/{}", self.name);
-        for (key, value) in values {
-            text.push(' ');
-            text.push_str(key);
-            text.push('=');
-            if value.is_empty()
-                || value.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
-            {
-                text.push('"');
-                for c in value.chars() {
-                    if c == '"' || c == '\\' {
-                        text.push('\\');
-                    }
-                    text.push(c);
-                }
-                text.push('"');
-            } else {
-                text.push_str(value);
-            }
-        }
-        text
+        slash_text(&self.name, values)
     }
+}
+
+/// The slash-command text `/name key=value …`, values quoted where they
+/// hold spaces or quotes; what [`CommandSpec::slash_text`] gives for a
+/// command that has no spec (one the platform knows but the agent doesn't).
+///
+/// # Examples
+/// ```
+/// let text = ferrobot::bot::slash_text("grep", [("pattern", "it's")]);
+/// assert_eq!(text, r#"/grep pattern="it's""#);
+/// ```
+pub fn slash_text<'a>(name: &str, values: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut text = format!("/{name}");
+    for (key, value) in values {
+        text.push(' ');
+        text.push_str(key);
+        text.push('=');
+        if value.is_empty()
+            || value.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
+        {
+            text.push('"');
+            for c in value.chars() {
+                if c == '"' || c == '\\' {
+                    text.push('\\');
+                }
+                text.push(c);
+            }
+            text.push('"');
+        } else {
+            text.push_str(value);
+        }
+    }
+    text
 }

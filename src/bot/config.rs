@@ -38,6 +38,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// The Telegram bot.
     pub telegram: TelegramConfig,
+    /// The Discord bot.
+    pub discord: DiscordConfig,
 }
 
 /// `[llm]`: the model endpoint.
@@ -154,6 +156,49 @@ impl fmt::Debug for TelegramConfig {
     }
 }
 
+/// `[discord]`: the Discord bot (`ferrobot-discord`).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct DiscordConfig {
+    /// The bot's token from the Developer Portal; prefer the environment
+    /// (`FERROBOT_DISCORD__TOKEN`). Never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// The REST API. By default, `https://discord.com`.
+    pub api_url: String,
+    /// The gateway. By default, `wss://gateway.discord.gg`.
+    pub gateway_url: String,
+    /// The Discord user ids allowed to talk to the bot; everyone else is
+    /// refused. Empty (the default) refuses everyone.
+    pub allowed_user_ids: Vec<u64>,
+    /// The servers (guilds) the bot answers in; DMs are always answered
+    /// (to allowed users). Empty (the default): any server.
+    pub allowed_guild_ids: Vec<u64>,
+    /// Whether to send a short system report once connected. By default, yes.
+    pub startup_notice: bool,
+    /// The channel the start-up report goes to. By default, a DM to the
+    /// first allowed user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify_channel_id: Option<u64>,
+    /// Seconds a confirmation waits for a button press before declining.
+    /// By default, 300.
+    pub confirm_timeout_secs: u64,
+    /// Milliseconds between edits of a reply being written. By default, 1,200.
+    pub edit_interval_ms: u64,
+}
+
+impl fmt::Debug for DiscordConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DiscordConfig")
+            .field("token", &self.token)
+            .field("api_url", &self.api_url)
+            .field("gateway_url", &self.gateway_url)
+            .field("allowed_user_ids", &self.allowed_user_ids)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A secret from config or environment: never printed.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -201,6 +246,17 @@ impl Default for Config {
                 notify_chat_id: None,
                 confirm_timeout_secs: 300,
                 edit_interval_ms: 1500,
+            },
+            discord: DiscordConfig {
+                token: None,
+                api_url: "https://discord.com".into(),
+                gateway_url: "wss://gateway.discord.gg".into(),
+                allowed_user_ids: Vec::new(),
+                allowed_guild_ids: Vec::new(),
+                startup_notice: true,
+                notify_channel_id: None,
+                confirm_timeout_secs: 300,
+                edit_interval_ms: 1200,
             },
         }
     }
@@ -381,13 +437,32 @@ impl Config {
                 self.llm.base_url
             )));
         }
-        if !(self.telegram.api_url.starts_with("http://")
-            || self.telegram.api_url.starts_with("https://"))
-        {
-            return Err(ConfigError::Invalid(format!(
-                "`telegram.api_url` is `{}`; it must be an http:// or https:// URL, e.g. https://api.telegram.org",
-                self.telegram.api_url
-            )));
+        for (key, url, schemes, example) in [
+            (
+                "telegram.api_url",
+                &self.telegram.api_url,
+                ["http://", "https://"],
+                "https://api.telegram.org",
+            ),
+            (
+                "discord.api_url",
+                &self.discord.api_url,
+                ["http://", "https://"],
+                "https://discord.com",
+            ),
+            (
+                "discord.gateway_url",
+                &self.discord.gateway_url,
+                ["ws://", "wss://"],
+                "wss://gateway.discord.gg",
+            ),
+        ] {
+            if !schemes.iter().any(|scheme| url.starts_with(scheme)) {
+                return Err(ConfigError::Invalid(format!(
+                    "`{key}` is `{url}`; it must be a {} or {} URL, e.g. {example}",
+                    schemes[0], schemes[1]
+                )));
+            }
         }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(

@@ -90,16 +90,17 @@ pub(super) async fn answer(
     incoming: Incoming,
 ) {
     let chat = incoming.conversation.as_str();
+    let target = incoming.reply_to.as_deref().unwrap_or(chat);
     if is_command(&incoming.text, "new") {
         sessions.renew(chat);
-        if let Err(error) = channel.send(chat, FRESH).await {
+        if let Err(error) = channel.send(target, FRESH).await {
             tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
         }
         return;
     }
     let conversation = sessions.current(agent, chat).await;
     let mut events = agent.stream_from(&conversation, &incoming.user, &incoming.text);
-    let mut reply = LiveReply::new(channel, chat);
+    let mut reply = LiveReply::new(channel, target);
     let mut busy = false;
     let mut typing = tokio::time::interval(TYPING_EVERY);
     typing.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -108,7 +109,7 @@ pub(super) async fn answer(
         let event = tokio::select! {
             event = events.next() => event,
             _ = typing.tick(), if busy => {
-                channel.typing(chat).await;
+                channel.typing(target).await;
                 continue;
             }
             () = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
@@ -141,7 +142,7 @@ pub(super) async fn answer(
             Some(Err(error)) => {
                 tracing::warn!(%conversation, error = %crate::error::chain(&error), "turn failed");
                 reply.finish(None).await;
-                if let Err(error) = channel.send(chat, &error.user_message()).await {
+                if let Err(error) = channel.send(target, &error.user_message()).await {
                     tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
                 }
                 break;

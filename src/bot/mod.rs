@@ -17,10 +17,10 @@ mod trace;
 pub use channel::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
 };
-pub use commands::{CommandOption, CommandSpec, OptionKind, command_specs};
+pub use commands::{CommandOption, CommandSpec, OptionKind, command_specs, slash_text};
 pub use config::{
-    AgentConfig, Config, ConfigError, ConfigSource, HistoryConfig, LlmConfig, LoadedConfig,
-    PROVIDERS, Secret, TelegramConfig, ToolsConfig, user_config_file, user_data_dir,
+    AgentConfig, Config, ConfigError, ConfigSource, DiscordConfig, HistoryConfig, LlmConfig,
+    LoadedConfig, PROVIDERS, Secret, TelegramConfig, ToolsConfig, user_config_file, user_data_dir,
 };
 pub use live::chat_of;
 pub use split::{Length, split_message};

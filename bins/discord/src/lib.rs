@@ -1,0 +1,968 @@
+//! `ferrobot-discord`: your machine's assistant on Discord.
+//!
+//! [`Discord`] is Discord as a [`Channel`] (twilight's gateway and REST
+//! client); [`run`] builds the agent the config describes and serves it.
+//! The binary is `main.rs`; the guide is `docs/discord.md`.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use ferrobot::bot::{
+    Channel, ChannelConfirm, ChannelError, ChannelNotifier, CommandSpec, DiscordConfig, Handler,
+    Incoming, Length, LoadedConfig, OptionKind, ToolState, chat_of, serve, slash_text,
+    watch_tools_file,
+};
+use ferrobot::confirm::{ConfirmRequest, Decision};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
+use twilight_gateway::error::ReceiveMessageErrorType;
+use twilight_gateway::{
+    CloseFrame, Event, EventTypeFlags, Intents, Shard, ShardId, ShardState, StreamExt as _,
+};
+use twilight_http::api_error::ApiError;
+use twilight_http::error::ErrorType;
+use twilight_http::request::Request;
+use twilight_http::routing::Route;
+use twilight_http::{Client, Response};
+use twilight_model::application::interaction::application_command::{
+    CommandDataOption, CommandOptionValue,
+};
+use twilight_model::application::interaction::{Interaction, InteractionData};
+use twilight_model::channel::message::{Component, MessageFlags};
+use twilight_model::http::interaction::{
+    InteractionResponse, InteractionResponseData, InteractionResponseType,
+};
+use twilight_model::id::Id;
+use twilight_model::id::marker::{ApplicationMarker, ChannelMarker, MessageMarker, UserMarker};
+
+/// Discord's limit on a message, in characters.
+const MESSAGE_LIMIT: usize = 2000;
+
+/// Interaction tokens are good for 15 minutes.
+const INTERACTION_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+const DEFAULT_API: &str = "https://discord.com";
+const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
+
+const REFUSAL: &str = "Sorry, this is a private bot: it only answers the people its owner allows.";
+
+/// Discord as a [`Channel`]: direct messages and @-mentions, replies
+/// streamed by editing a message, ✅ / ❌ buttons for confirmations, slash
+/// commands from the tools, and allow-lists of users and servers.
+#[derive(Clone)]
+pub struct Discord {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: Client,
+    /// Kept only to take it out of error messages.
+    token: String,
+    gateway_url: Option<String>,
+    allowed_users: HashSet<u64>,
+    allowed_guilds: HashSet<u64>,
+    confirm_timeout: Duration,
+    edit_interval: Duration,
+    /// Confirmations waiting for a button press, by the id in the buttons.
+    pending: Mutex<HashMap<u64, Pending>>,
+    next_question: AtomicU64,
+    /// Strangers already refused once; they get no second answer.
+    refused: Mutex<HashSet<u64>>,
+    /// Who the bot is, from READY.
+    me: OnceLock<Me>,
+    /// The command menu, to turn a slash command back into text.
+    commands: Mutex<Vec<CommandSpec>>,
+    /// Interactions whose deferred response was filled in, and when they came.
+    answered: Mutex<HashMap<String, Instant>>,
+    connected: watch::Sender<bool>,
+}
+
+#[derive(Clone, Copy)]
+struct Me {
+    user: Id<UserMarker>,
+    application: Id<ApplicationMarker>,
+}
+
+struct Pending {
+    /// Who may answer: the user whose message started the turn.
+    user: Option<u64>,
+    prompt: String,
+    answer: oneshot::Sender<Decision>,
+}
+
+impl std::fmt::Debug for Discord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discord")
+            .field("gateway_url", &self.inner.gateway_url)
+            .field("allowed_users", &self.inner.allowed_users)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the bot stopped.
+#[derive(Debug)]
+pub enum Error {
+    /// The configuration is incomplete or wrong; the message says what to set.
+    Config(String),
+    /// Discord refused the token.
+    Unauthorized,
+    /// Anything else.
+    Other(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Config(message) | Error::Other(message) => f.write_str(message),
+            Error::Unauthorized => f.write_str(
+                "Discord refused the bot token: check discord.token (or FERROBOT_DISCORD__TOKEN) against the Developer Portal's Bot page, then restart",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a reply goes: a channel (or DM), or a slash command's interaction.
+enum Target {
+    Channel(Id<ChannelMarker>),
+    Interaction(String),
+}
+
+const INTERACTION: &str = "interaction:";
+
+fn target(of: &str) -> Result<Target, ChannelError> {
+    if let Some(token) = of.strip_prefix(INTERACTION) {
+        return Ok(Target::Interaction(token.to_owned()));
+    }
+    chat_of(of)
+        .parse::<u64>()
+        .ok()
+        .and_then(Id::new_checked)
+        .map(Target::Channel)
+        .ok_or_else(|| other(format!("`{of}` is not a Discord channel id")))
+}
+
+fn other(message: String) -> ChannelError {
+    ChannelError::Other {
+        message,
+        source: None,
+    }
+}
+
+/// A message addressed to the bot, from a typed event or raw JSON.
+struct Said {
+    channel: u64,
+    guild: Option<u64>,
+    author: u64,
+    from_bot: bool,
+    mentions_me: bool,
+    content: String,
+}
+
+impl Discord {
+    /// A channel for the bot with `token`, as `settings` describe.
+    ///
+    /// # Errors
+    /// When `discord.api_url` or `discord.gateway_url` can't be used.
+    pub fn new(settings: &DiscordConfig, token: &str) -> Result<Self, Error> {
+        let mut http = Client::builder()
+            .token(token.to_owned())
+            .timeout(Duration::from_secs(15));
+        let api = settings.api_url.trim_end_matches('/');
+        if api != DEFAULT_API {
+            let (use_http, host) = match api.split_once("://") {
+                Some(("http", host)) => (true, host),
+                Some(("https", host)) => (false, host),
+                _ => {
+                    return Err(Error::Config(format!(
+                        "discord.api_url `{api}` must be an http:// or https:// URL; by default it is {DEFAULT_API}"
+                    )));
+                }
+            };
+            http = http.proxy(host.to_owned(), use_http);
+        }
+        let gateway = settings.gateway_url.trim_end_matches('/');
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http: http.build(),
+                token: token.to_owned(),
+                gateway_url: (gateway != DEFAULT_GATEWAY).then(|| gateway.to_owned()),
+                allowed_users: settings.allowed_user_ids.iter().copied().collect(),
+                allowed_guilds: settings.allowed_guild_ids.iter().copied().collect(),
+                confirm_timeout: Duration::from_secs(settings.confirm_timeout_secs),
+                edit_interval: Duration::from_millis(settings.edit_interval_ms),
+                pending: Mutex::default(),
+                next_question: AtomicU64::new(1),
+                refused: Mutex::default(),
+                me: OnceLock::new(),
+                commands: Mutex::default(),
+                answered: Mutex::default(),
+                connected: watch::Sender::new(false),
+            }),
+        })
+    }
+
+    /// Waits until the gateway session is ready.
+    pub async fn connected(&self) {
+        let mut connected = self.inner.connected.subscribe();
+        let _ = connected.wait_for(|up| *up).await;
+    }
+
+    /// A DM channel with `user`, for the start-up notice.
+    ///
+    /// # Errors
+    /// When Discord refuses to open it.
+    pub async fn dm_channel(&self, user: u64) -> Result<String, ChannelError> {
+        let user = Id::new_checked(user).ok_or_else(|| other("user id 0".into()))?;
+        let inner = &self.inner;
+        let response = inner
+            .call("create DM", || {
+                inner.http.create_private_channel(user).into_future()
+            })
+            .await
+            .map_err(|e| inner.channel_error(&e))?;
+        inner.id_of(response).await
+    }
+}
+
+impl Inner {
+    fn redact(&self, error: &dyn std::fmt::Display) -> String {
+        error.to_string().replace(&self.token, "[token]")
+    }
+
+    fn channel_error(&self, error: &twilight_http::Error) -> ChannelError {
+        if matches!(error.kind(), ErrorType::Unauthorized) {
+            return ChannelError::Unauthorized;
+        }
+        other(format!("Discord: {}", self.redact(error)))
+    }
+
+    /// Runs a request, waiting out rate limits (429 `retry_after`) and
+    /// retrying network failures and server errors a few times.
+    async fn call<T, F, Fut>(
+        &self,
+        what: &str,
+        request: F,
+    ) -> Result<Response<T>, twilight_http::Error>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<Response<T>, twilight_http::Error>>,
+    {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let error = match request().await {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            let wait = match error.kind() {
+                ErrorType::Response {
+                    error: ApiError::Ratelimited(limited),
+                    ..
+                } if attempt <= 5 => Duration::from_secs_f64(limited.retry_after.clamp(0.0, 60.0)),
+                ErrorType::Response { status, .. } if status.is_server_error() && attempt <= 3 => {
+                    Duration::from_millis(500 << attempt)
+                }
+                ErrorType::RequestError | ErrorType::RequestTimedOut if attempt <= 3 => {
+                    Duration::from_millis(500 << attempt)
+                }
+                _ => return Err(error),
+            };
+            tracing::warn!(%what, error = %self.redact(&error), retry_in_ms = wait.as_millis() as u64, "Discord request failed; retrying");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// The `id` of the object a response carries (read loosely, so a
+    /// message Discord adds fields to still gives its id).
+    async fn id_of<T>(&self, response: Response<T>) -> Result<String, ChannelError> {
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| other(format!("Discord: reading a response: {e}")))?;
+        serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
+            .ok_or_else(|| other("Discord answered without an id".into()))
+    }
+
+    fn me(&self) -> Result<Me, ChannelError> {
+        self.me
+            .get()
+            .copied()
+            .ok_or_else(|| other("not connected to Discord yet".into()))
+    }
+
+    fn admits(&self, user: u64, guild: Option<u64>) -> bool {
+        self.allowed_users.contains(&user)
+            && guild
+                .is_none_or(|g| self.allowed_guilds.is_empty() || self.allowed_guilds.contains(&g))
+    }
+
+    /// The slash-command menu: `/new`, `/help`, then the tools Discord can
+    /// name, with typed options.
+    async fn publish(&self, application: Id<ApplicationMarker>) {
+        let specs = lock(&self.commands).clone();
+        let mut names = vec!["new".to_owned(), "help".to_owned()];
+        let mut menu = vec![
+            json!({"type": 1, "name": "new", "description": "Start a fresh conversation"}),
+            json!({"type": 1, "name": "help", "description": "List the commands"}),
+        ];
+        for spec in &specs {
+            let valid = (1..=32).contains(&spec.name.chars().count())
+                && spec
+                    .name
+                    .chars()
+                    .all(|c| c.is_lowercase() || c.is_numeric() || c == '_' || c == '-');
+            if !valid || names.contains(&spec.name) {
+                tracing::info!(tool = %spec.name, "tool left out of the Discord commands: names there are 1-32 lowercase letters, digits, - and _");
+                continue;
+            }
+            names.push(spec.name.clone());
+            let options: Vec<Value> = spec
+                .options
+                .iter()
+                .take(25)
+                .map(|option| {
+                    let kind = match option.kind {
+                        OptionKind::Integer => 4,
+                        OptionKind::Boolean => 5,
+                        OptionKind::Number => 10,
+                        _ => 3,
+                    };
+                    json!({
+                        "type": kind,
+                        "name": option.name.to_lowercase(),
+                        "description": describe(&option.description, &option.name),
+                        "required": option.required,
+                    })
+                })
+                .collect();
+            menu.push(json!({
+                "type": 1,
+                "name": spec.name,
+                "description": describe(&spec.description, &spec.name),
+                "options": options,
+            }));
+        }
+        menu.truncate(100);
+        let request = Request::builder(&Route::SetGlobalCommands {
+            application_id: application.get(),
+        })
+        .json(&menu)
+        .build();
+        let published = match request {
+            Ok(request) => self
+                .call("set commands", || {
+                    self.http.request::<Value>(request.clone())
+                })
+                .await
+                .map(drop),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = published {
+            tracing::warn!(error = %self.redact(&error), "could not register the slash commands");
+        }
+    }
+
+    async fn post(&self, to: &str, text: &str) -> Result<String, ChannelError> {
+        match target(to)? {
+            Target::Channel(channel) => {
+                let response = self
+                    .call("create message", || {
+                        self.http
+                            .create_message(channel)
+                            .content(text)
+                            .into_future()
+                    })
+                    .await
+                    .map_err(|e| self.channel_error(&e))?;
+                self.id_of(response).await
+            }
+            Target::Interaction(token) => {
+                let application = self.me()?.application;
+                let interaction = self.http.interaction(application);
+                // The deferred response is filled in first, then follow-ups.
+                if self.first_answer(&token) {
+                    self.call("update response", || {
+                        interaction
+                            .update_response(&token)
+                            .content(Some(text))
+                            .into_future()
+                    })
+                    .await
+                    .map_err(|e| self.channel_error(&e))?;
+                    Ok("@original".into())
+                } else {
+                    let response = self
+                        .call("create followup", || {
+                            interaction
+                                .create_followup(&token)
+                                .content(text)
+                                .into_future()
+                        })
+                        .await
+                        .map_err(|e| self.channel_error(&e))?;
+                    self.id_of(response).await
+                }
+            }
+        }
+    }
+
+    /// Whether the interaction's deferred response is still to be filled in
+    /// (and, from now on, isn't); forgets interactions past their lifetime.
+    fn first_answer(&self, token: &str) -> bool {
+        let mut answered = lock(&self.answered);
+        answered.retain(|_, at| at.elapsed() < INTERACTION_LIFETIME);
+        answered.insert(token.to_owned(), Instant::now()).is_none()
+    }
+
+    async fn edit(&self, to: &str, message: &str, text: &str) -> Result<(), ChannelError> {
+        let message_id = || {
+            message
+                .parse::<u64>()
+                .ok()
+                .and_then(Id::<MessageMarker>::new_checked)
+                .ok_or_else(|| other(format!("`{message}` is not a Discord message id")))
+        };
+        let done = match target(to)? {
+            Target::Channel(channel) => {
+                let id = message_id()?;
+                self.call("update message", || {
+                    self.http
+                        .update_message(channel, id)
+                        .content(Some(text))
+                        .into_future()
+                })
+                .await
+                .map(drop)
+            }
+            Target::Interaction(token) => {
+                let interaction = self.http.interaction(self.me()?.application);
+                if message == "@original" {
+                    self.call("update response", || {
+                        interaction
+                            .update_response(&token)
+                            .content(Some(text))
+                            .into_future()
+                    })
+                    .await
+                    .map(drop)
+                } else {
+                    let id = message_id()?;
+                    self.call("update followup", || {
+                        interaction
+                            .update_followup(&token, id)
+                            .content(Some(text))
+                            .into_future()
+                    })
+                    .await
+                    .map(drop)
+                }
+            }
+        };
+        done.map_err(|e| self.channel_error(&e))
+    }
+
+    /// A message event: DMs, and channel messages that mention the bot.
+    fn said(self: &Arc<Self>, said: Said, handler: &Handler) {
+        let Ok(me) = self.me() else { return };
+        if said.from_bot || said.author == me.user.get() {
+            return;
+        }
+        if said.guild.is_some() && !said.mentions_me {
+            return;
+        }
+        if !self.admits(said.author, said.guild) {
+            tracing::warn!(user_id = said.author, guild_id = ?said.guild, "refused a message from a user or server not allowed");
+            if lock(&self.refused).insert(said.author) {
+                let inner = Arc::clone(self);
+                tokio::spawn(async move {
+                    let _ = inner.post(&said.channel.to_string(), REFUSAL).await;
+                });
+            }
+            return;
+        }
+        let me = me.user.get();
+        let text = said
+            .content
+            .replace(&format!("<@{me}>"), "")
+            .replace(&format!("<@!{me}>"), "");
+        let text = match text.trim() {
+            // A bare mention: show what the bot can do.
+            "" => "/help".to_owned(),
+            text => text.to_owned(),
+        };
+        tokio::spawn(handler(Incoming::new(
+            said.channel.to_string(),
+            said.author.to_string(),
+            text,
+        )));
+    }
+
+    /// A slash command or a button press.
+    async fn interaction(self: Arc<Self>, interaction: Interaction, handler: Handler) {
+        let Some(user) = interaction.author_id().map(Id::get) else {
+            return;
+        };
+        let guild = interaction.guild_id.map(Id::get);
+        let response = match &interaction.data {
+            Some(InteractionData::ApplicationCommand(command)) => {
+                if !self.admits(user, guild) {
+                    tracing::warn!(user_id = user, guild_id = ?guild, "refused a slash command from a user or server not allowed");
+                    ephemeral(REFUSAL)
+                } else if let Some(channel) = interaction.channel.as_ref().map(|c| c.id.get()) {
+                    let mut values = Vec::new();
+                    flatten(&command.options, &mut values);
+                    let values = values.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+                    let spec = lock(&self.commands)
+                        .iter()
+                        .find(|spec| spec.name == command.name)
+                        .cloned();
+                    let text = match spec {
+                        Some(spec) => spec.slash_text(values),
+                        None => slash_text(&command.name, values),
+                    };
+                    let incoming = Incoming::new(channel.to_string(), user.to_string(), text)
+                        .reply_to(format!("{INTERACTION}{}", interaction.token));
+                    tokio::spawn(handler(incoming));
+                    // "Thinking…" until the answer fills it in.
+                    InteractionResponse {
+                        kind: InteractionResponseType::DeferredChannelMessageWithSource,
+                        data: None,
+                    }
+                } else {
+                    ephemeral("This command works in channels and DMs.")
+                }
+            }
+            Some(InteractionData::MessageComponent(component)) => {
+                self.pressed(&component.custom_id, user)
+            }
+            _ => return,
+        };
+        // Acknowledged at once: Discord allows three seconds.
+        let interactions = self.http.interaction(interaction.application_id);
+        let acknowledged = self
+            .call("interaction response", || {
+                interactions
+                    .create_response(interaction.id, &interaction.token, &response)
+                    .into_future()
+            })
+            .await;
+        if let Err(error) = acknowledged {
+            tracing::warn!(error = %self.redact(&error), "could not answer an interaction");
+        }
+    }
+
+    /// A ✅ / ❌ press: answers the waiting confirmation if it is the
+    /// asker's, and edits the question to show the decision.
+    fn pressed(&self, custom_id: &str, presser: u64) -> InteractionResponse {
+        let Some((id, choice)) = custom_id
+            .strip_prefix("confirm:")
+            .and_then(|d| d.split_once(':'))
+            .and_then(|(id, choice)| Some((id.parse::<u64>().ok()?, choice)))
+        else {
+            return ephemeral("This button isn't mine to answer.");
+        };
+        let mut pending = lock(&self.pending);
+        let Some(waiting) = pending.get(&id) else {
+            return ephemeral("This question has expired.");
+        };
+        let may_answer = match waiting.user {
+            Some(user) => user == presser,
+            None => self.allowed_users.contains(&presser),
+        };
+        if !may_answer {
+            tracing::warn!(
+                user_id = presser,
+                "a button press from someone other than the asker was ignored"
+            );
+            return ephemeral("Only the person who asked can answer this.");
+        }
+        let Some(waiting) = pending.remove(&id) else {
+            return ephemeral("This question has expired.");
+        };
+        let decision = Decision::from(choice == "yes");
+        let outcome = if decision == Decision::Approve {
+            "✅ Approved"
+        } else {
+            "❌ Declined"
+        };
+        let _ = waiting.answer.send(decision);
+        InteractionResponse {
+            kind: InteractionResponseType::UpdateMessage,
+            data: Some(InteractionResponseData {
+                content: Some(format!("{}\n\n{outcome}", waiting.prompt)),
+                components: Some(Vec::new()),
+                ..InteractionResponseData::default()
+            }),
+        }
+    }
+
+    async fn ask(&self, request: ConfirmRequest) -> Decision {
+        let Ok(Target::Channel(channel)) = target(chat_of(&request.conversation)) else {
+            return Decision::Decline;
+        };
+        let id = self.next_question.fetch_add(1, Ordering::Relaxed);
+        let (answer, decision) = oneshot::channel();
+        let user = request.user.as_deref().and_then(|u| u.parse().ok());
+        lock(&self.pending).insert(
+            id,
+            Pending {
+                user,
+                prompt: request.prompt.clone(),
+                answer,
+            },
+        );
+        let buttons: Vec<Component> = match serde_json::from_value(json!([{
+            "type": 1,
+            "components": [
+                {"type": 2, "style": 3, "label": "✅ Yes", "custom_id": format!("confirm:{id}:yes")},
+                {"type": 2, "style": 4, "label": "❌ No", "custom_id": format!("confirm:{id}:no")},
+            ],
+        }])) {
+            Ok(buttons) => buttons,
+            Err(error) => {
+                lock(&self.pending).remove(&id);
+                tracing::warn!(%error, "could not build the confirmation buttons; declined");
+                return Decision::Decline;
+            }
+        };
+        let question = self
+            .call("create message", || {
+                self.http
+                    .create_message(channel)
+                    .content(&request.prompt)
+                    .components(&buttons)
+                    .into_future()
+            })
+            .await;
+        let question = match question {
+            Ok(response) => self.id_of(response).await,
+            Err(error) => Err(self.channel_error(&error)),
+        };
+        let question = match question {
+            Ok(question) => question,
+            Err(error) => {
+                lock(&self.pending).remove(&id);
+                tracing::warn!(%error, "could not ask for confirmation; declined");
+                return Decision::Decline;
+            }
+        };
+        match tokio::time::timeout(self.confirm_timeout, decision).await {
+            // The press already showed the decision on the question.
+            Ok(Ok(decision)) => decision,
+            _ => {
+                lock(&self.pending).remove(&id);
+                let minutes = self.confirm_timeout.as_secs().div_ceil(60);
+                let shown = format!(
+                    "{}\n\n⌛ No answer within {minutes} min: declined",
+                    request.prompt
+                );
+                let edited = match question.parse::<u64>().ok().and_then(Id::new_checked) {
+                    Some(message) => self
+                        .call("update message", || {
+                            self.http
+                                .update_message(channel, message)
+                                .content(Some(&shown))
+                                .components(Some(&[]))
+                                .into_future()
+                        })
+                        .await
+                        .map(drop)
+                        .map_err(|e| self.redact(&e)),
+                    None => Err(format!("`{question}` is not a message id")),
+                };
+                if let Err(error) = edited {
+                    tracing::debug!(%error, "could not show the time-out");
+                }
+                Decision::Decline
+            }
+        }
+    }
+
+    /// A gateway close: fatal ones end the bot with what to do.
+    fn closed(&self, shard: &Shard, frame: Option<&CloseFrame<'_>>) -> Option<ChannelError> {
+        let code = frame.map(|f| f.code);
+        if !matches!(shard.state(), ShardState::FatallyClosed) {
+            tracing::warn!(?code, "the gateway connection closed; reconnecting");
+            return None;
+        }
+        Some(match code {
+            Some(4004) => ChannelError::Unauthorized,
+            Some(4014) => other(
+                "Discord refused the gateway intents: this bot needs none of the privileged ones, so check the application's settings".into(),
+            ),
+            _ => other(format!(
+                "Discord closed the gateway for good ({})",
+                frame.map_or_else(|| "no reason given".into(), |f| format!("{} {}", f.code, f.reason))
+            )),
+        })
+    }
+}
+
+/// A short description Discord accepts: 1-100 characters.
+fn describe(description: &str, fallback: &str) -> String {
+    let text = if description.trim().is_empty() {
+        fallback
+    } else {
+        description
+    };
+    text.chars().take(100).collect()
+}
+
+/// A reply only the presser sees.
+fn ephemeral(text: &str) -> InteractionResponse {
+    InteractionResponse {
+        kind: InteractionResponseType::ChannelMessageWithSource,
+        data: Some(InteractionResponseData {
+            content: Some(text.to_owned()),
+            flags: Some(MessageFlags::EPHEMERAL),
+            ..InteractionResponseData::default()
+        }),
+    }
+}
+
+/// A slash command's option values as text, subcommands flattened.
+fn flatten(options: &[CommandDataOption], out: &mut Vec<(String, String)>) {
+    for option in options {
+        let value = match &option.value {
+            CommandOptionValue::String(text) => text.clone(),
+            CommandOptionValue::Integer(n) => n.to_string(),
+            CommandOptionValue::Number(n) => n.to_string(),
+            CommandOptionValue::Boolean(b) => b.to_string(),
+            CommandOptionValue::SubCommand(inner) | CommandOptionValue::SubCommandGroup(inner) => {
+                flatten(inner, out);
+                continue;
+            }
+            CommandOptionValue::User(id) => id.to_string(),
+            CommandOptionValue::Channel(id) => id.to_string(),
+            CommandOptionValue::Role(id) => id.to_string(),
+            CommandOptionValue::Mentionable(id) => id.to_string(),
+            CommandOptionValue::Attachment(id) => id.to_string(),
+            CommandOptionValue::Focused(text, _) => text.clone(),
+        };
+        out.push((option.name.clone(), value));
+    }
+}
+
+/// A `MESSAGE_CREATE` twilight's types don't accept (an old payload, a
+/// field Discord changed), read from its JSON.
+fn lenient_said(event: &str, me: Option<Id<UserMarker>>) -> Option<Said> {
+    let event: Value = serde_json::from_str(event).ok()?;
+    if event.get("t")?.as_str()? != "MESSAGE_CREATE" {
+        return None;
+    }
+    let message = event.get("d")?;
+    let id = |v: &Value| v.as_str().and_then(|s| s.parse::<u64>().ok());
+    let author = message.get("author")?;
+    let me = me.map(Id::get);
+    Some(Said {
+        channel: id(message.get("channel_id")?)?,
+        guild: message.get("guild_id").and_then(id),
+        author: id(author.get("id")?)?,
+        from_bot: author.get("bot").and_then(Value::as_bool).unwrap_or(false),
+        mentions_me: message
+            .get("mentions")
+            .and_then(Value::as_array)
+            .is_some_and(|m| m.iter().any(|u| u.get("id").and_then(id) == me)),
+        content: message.get("content")?.as_str()?.to_owned(),
+    })
+}
+
+impl Channel for Discord {
+    fn start(
+        &self,
+        handler: Handler,
+        commands: Vec<CommandSpec>,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            *lock(&inner.commands) = commands;
+            if inner.allowed_users.is_empty() {
+                tracing::warn!(
+                    "discord.allowed_user_ids is empty, so everyone is refused: add your Discord user id (the bot logs yours when you write to it)"
+                );
+            }
+            let intents = Intents::GUILD_MESSAGES | Intents::DIRECT_MESSAGES;
+            let mut config = twilight_gateway::ConfigBuilder::new(inner.token.clone(), intents);
+            if let Some(url) = &inner.gateway_url {
+                config = config.proxy_url(url.clone());
+            }
+            let mut shard = Shard::with_config(ShardId::ONE, config.build());
+            let wanted = EventTypeFlags::READY
+                | EventTypeFlags::RESUMED
+                | EventTypeFlags::MESSAGE_CREATE
+                | EventTypeFlags::INTERACTION_CREATE;
+            while let Some(event) = shard.next_event(wanted).await {
+                match event {
+                    Ok(Event::Ready(ready)) => {
+                        let me = Me {
+                            user: ready.user.id,
+                            application: ready.application.id,
+                        };
+                        let first = inner.me.set(me).is_ok();
+                        tracing::info!(bot = %ready.user.name, "connected to Discord");
+                        if first {
+                            inner.publish(me.application).await;
+                        }
+                        inner.connected.send_replace(true);
+                    }
+                    Ok(Event::Resumed) => tracing::info!("resumed the Discord session"),
+                    Ok(Event::MessageCreate(message)) => {
+                        let me = inner.me.get().map(|m| m.user);
+                        let message = message.message;
+                        let said = Said {
+                            channel: message.channel_id.get(),
+                            guild: message.guild_id.map(Id::get),
+                            author: message.author.id.get(),
+                            from_bot: message.author.bot,
+                            mentions_me: message.mentions.iter().any(|m| Some(m.id) == me),
+                            content: message.content,
+                        };
+                        self.inner.said(said, &handler);
+                    }
+                    Ok(Event::InteractionCreate(interaction)) => {
+                        let inner = Arc::clone(&self.inner);
+                        tokio::spawn(inner.interaction((*interaction).0, Arc::clone(&handler)));
+                    }
+                    Ok(Event::GatewayClose(frame)) => {
+                        if let Some(error) = inner.closed(&shard, frame.as_ref()) {
+                            return Err(error);
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => match error.kind() {
+                        ReceiveMessageErrorType::Deserializing { event } => {
+                            match lenient_said(event, inner.me.get().map(|m| m.user)) {
+                                Some(said) => self.inner.said(said, &handler),
+                                None => {
+                                    tracing::debug!(error = %inner.redact(&error), "an event the bot doesn't read")
+                                }
+                            }
+                        }
+                        _ => {
+                            tracing::warn!(error = %inner.redact(&error), "gateway error; reconnecting")
+                        }
+                    },
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn limit(&self) -> (usize, Length) {
+        (MESSAGE_LIMIT, Length::Chars)
+    }
+
+    fn post<'a>(
+        &'a self,
+        conversation: &'a str,
+        text: &'a str,
+        done: bool,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        let _ = done;
+        Box::pin(self.inner.post(conversation, text))
+    }
+
+    fn edit<'a>(
+        &'a self,
+        conversation: &'a str,
+        message: &'a str,
+        text: &'a str,
+        done: bool,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = done;
+        Box::pin(self.inner.edit(conversation, message, text))
+    }
+
+    fn edit_interval(&self) -> Option<Duration> {
+        Some(self.inner.edit_interval)
+    }
+
+    fn typing<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            // A slash command's "thinking…" shows by itself.
+            let Ok(Target::Channel(channel)) = target(conversation) else {
+                return;
+            };
+            if let Err(error) = self.inner.http.create_typing_trigger(channel).await {
+                tracing::debug!(error = %self.inner.redact(&error), "could not show typing");
+            }
+        })
+    }
+
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.ask(request).await })
+    }
+}
+
+/// Runs the bot the config describes until it stops: the agent (model,
+/// tools, history) from `[llm]`, `[agent]`, `[history]`, `[tools]`, and
+/// Discord from `[discord]`.
+///
+/// # Errors
+/// [`Error::Config`] for a missing token or a bad setting,
+/// [`Error::Unauthorized`] when Discord refuses the token, [`Error::Other`]
+/// when the history or tools can't be opened or the gateway closes for good.
+pub async fn run(loaded: &LoadedConfig) -> Result<(), Error> {
+    let settings = &loaded.config.discord;
+    let token = settings.token.as_ref().ok_or_else(|| {
+        Error::Config(
+            "no Discord bot token: set FERROBOT_DISCORD__TOKEN (or discord.token in the config file) to the token from the Developer Portal's Bot page".into(),
+        )
+    })?;
+    let discord = Discord::new(settings, token.expose())?;
+    let channel: Arc<dyn Channel> = Arc::new(discord.clone());
+    let agent = loaded
+        .agent(
+            ChannelConfirm(Arc::clone(&channel)),
+            ChannelNotifier(Arc::clone(&channel)),
+        )
+        .await
+        .map_err(|e| Error::Other(e.to_string()))?;
+    let _state = ToolState::watch(loaded.tool_state_path(), &agent);
+    let _tools = watch_tools_file(loaded.tools_file_path(), &agent);
+    let notice = settings.startup_notice.then(|| {
+        let (discord, channel) = (discord.clone(), Arc::clone(&channel));
+        let (to_channel, to_user) = (
+            settings.notify_channel_id,
+            settings.allowed_user_ids.first().copied(),
+        );
+        tokio::spawn(async move {
+            discord.connected().await;
+            let target = match (to_channel, to_user) {
+                (Some(channel), _) => Ok(channel.to_string()),
+                (None, Some(user)) => discord.dm_channel(user).await,
+                (None, None) => return,
+            };
+            let report = ferrobot::tools::system_report().await;
+            let text = format!("ferrobot is online.\n\n{report}");
+            let sent = match target {
+                Ok(target) => channel.send(&target, &text).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = sent {
+                tracing::warn!(%error, "could not send the start-up notice");
+            }
+        })
+    });
+    let served = serve(agent, channel).await;
+    if let Some(notice) = notice {
+        notice.abort();
+    }
+    served.map_err(|error| match error {
+        ChannelError::Unauthorized => Error::Unauthorized,
+        other => Error::Other(other.to_string()),
+    })
+}
