@@ -520,7 +520,7 @@ impl Inner {
                 if !self.admits(user, guild) {
                     tracing::warn!(user_id = user, guild_id = ?guild, "refused a slash command from a user or server not allowed");
                     ephemeral(REFUSAL)
-                } else if let Some(channel) = interaction.channel.as_ref().map(|c| c.id.get()) {
+                } else if let Some(channel) = channel_of(&interaction) {
                     let mut values = Vec::new();
                     flatten(&command.options, &mut values);
                     let values = values.iter().map(|(k, v)| (k.as_str(), v.as_str()));
@@ -708,6 +708,18 @@ impl Inner {
             )),
         })
     }
+}
+
+/// The channel an interaction came from: the channel object newer payloads
+/// carry, else the older `channel_id`.
+#[allow(deprecated)]
+fn channel_of(interaction: &Interaction) -> Option<u64> {
+    interaction
+        .channel
+        .as_ref()
+        .map(|c| c.id)
+        .or(interaction.channel_id)
+        .map(Id::get)
 }
 
 /// A short description Discord accepts: 1-100 characters.
