@@ -134,14 +134,21 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Where a reply goes: a channel (or DM), or a slash command's interaction.
 enum Target {
     Channel(Id<ChannelMarker>),
-    Interaction(String),
+    /// The application the interaction was for, and its token.
+    Interaction(Id<ApplicationMarker>, String),
 }
 
 const INTERACTION: &str = "interaction:";
 
 fn target(of: &str) -> Result<Target, ChannelError> {
-    if let Some(token) = of.strip_prefix(INTERACTION) {
-        return Ok(Target::Interaction(token.to_owned()));
+    if let Some((application, token)) = of.strip_prefix(INTERACTION).and_then(|t| t.split_once(':'))
+    {
+        let application = application
+            .parse::<u64>()
+            .ok()
+            .and_then(Id::new_checked)
+            .ok_or_else(|| other(format!("`{of}` names no application")))?;
+        return Ok(Target::Interaction(application, token.to_owned()));
     }
     chat_of(of)
         .parse::<u64>()
@@ -388,8 +395,7 @@ impl Inner {
                     .map_err(|e| self.channel_error(&e))?;
                 self.id_of(response).await
             }
-            Target::Interaction(token) => {
-                let application = self.me()?.application;
+            Target::Interaction(application, token) => {
                 let interaction = self.http.interaction(application);
                 // The deferred response is filled in first, then follow-ups.
                 if self.first_answer(&token) {
@@ -446,8 +452,8 @@ impl Inner {
                 .await
                 .map(drop)
             }
-            Target::Interaction(token) => {
-                let interaction = self.http.interaction(self.me()?.application);
+            Target::Interaction(application, token) => {
+                let interaction = self.http.interaction(application);
                 if message == "@original" {
                     self.call("update response", || {
                         interaction
@@ -533,7 +539,10 @@ impl Inner {
                         None => slash_text(&command.name, values),
                     };
                     let incoming = Incoming::new(channel.to_string(), user.to_string(), text)
-                        .reply_to(format!("{INTERACTION}{}", interaction.token));
+                        .reply_to(format!(
+                            "{INTERACTION}{}:{}",
+                            interaction.application_id, interaction.token
+                        ));
                     tokio::spawn(handler(incoming));
                     // "Thinking…" until the answer fills it in.
                     InteractionResponse {
@@ -791,6 +800,33 @@ fn lenient_said(event: &str, me: Option<Id<UserMarker>>) -> Option<Said> {
     })
 }
 
+/// An `INTERACTION_CREATE` from before fields twilight requires existed
+/// (`entitlements`, `authorizing_integration_owners`,
+/// `attachment_size_limit`, a command's `type`, a member's `flags`): read
+/// again with those filled in, and without the message a button sits on,
+/// which the bot doesn't need.
+fn lenient_interaction(event: &str) -> Option<Interaction> {
+    let mut event: Value = serde_json::from_str(event).ok()?;
+    if event.get("t")?.as_str()? != "INTERACTION_CREATE" {
+        return None;
+    }
+    let data = event.get_mut("d")?.as_object_mut()?;
+    data.entry("entitlements").or_insert_with(|| json!([]));
+    data.entry("authorizing_integration_owners")
+        .or_insert_with(|| json!({}));
+    data.entry("attachment_size_limit")
+        .or_insert_with(|| json!(0));
+    data.remove("message");
+    if let Some(command) = data.get_mut("data").and_then(Value::as_object_mut) {
+        // Slash commands were the only kind.
+        command.entry("type").or_insert_with(|| json!(1));
+    }
+    if let Some(member) = data.get_mut("member").and_then(Value::as_object_mut) {
+        member.entry("flags").or_insert_with(|| json!(0));
+    }
+    serde_json::from_value(Value::Object(std::mem::take(data))).ok()
+}
+
 impl Channel for Discord {
     fn start(
         &self,
@@ -855,11 +891,14 @@ impl Channel for Discord {
                     Ok(_) => {}
                     Err(error) => match error.kind() {
                         ReceiveMessageErrorType::Deserializing { event } => {
-                            match lenient_said(event, inner.me.get().map(|m| m.user)) {
-                                Some(said) => self.inner.said(said, &handler),
-                                None => {
-                                    tracing::debug!(error = %inner.redact(&error), "an event the bot doesn't read")
-                                }
+                            let me = inner.me.get().map(|m| m.user);
+                            if let Some(said) = lenient_said(event, me) {
+                                self.inner.said(said, &handler);
+                            } else if let Some(interaction) = lenient_interaction(event) {
+                                let inner = Arc::clone(&self.inner);
+                                tokio::spawn(inner.interaction(interaction, Arc::clone(&handler)));
+                            } else {
+                                tracing::debug!(error = %inner.redact(&error), "an event the bot doesn't read");
                             }
                         }
                         _ => {
