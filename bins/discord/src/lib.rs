@@ -491,18 +491,18 @@ impl Inner {
         if !self.admits(said.author, said.guild) {
             tracing::warn!(user_id = said.author, guild_id = ?said.guild, "refused a message from a user or server not allowed");
             if lock(&self.refused).insert(said.author) {
-                let inner = Arc::clone(self);
+                let (inner, channel) = (Arc::clone(self), said.channel.to_string());
                 tokio::spawn(async move {
-                    let _ = inner.post(&said.channel.to_string(), REFUSAL).await;
+                    let _ = inner.post(&channel, REFUSAL).await;
                 });
             }
             return;
         }
         let me = me.user.get();
-        let text = said
-            .content
-            .replace(&format!("<@{me}>"), "")
-            .replace(&format!("<@!{me}>"), "");
+        let mut text = said.content;
+        for mention in [format!("<@{me}>"), format!("<@!{me}>")] {
+            text = text.replace(&mention, "");
+        }
         let text = match text.trim() {
             // A bare mention: show what the bot can do.
             "" => "/help".to_owned(),

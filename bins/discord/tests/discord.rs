@@ -5,6 +5,8 @@
 
 // Helpers outside `#[test]` functions panic on setup failures, like the tests.
 #![allow(clippy::unwrap_used)]
+// Payload builders take JSON by value, so call sites read as the payload.
+#![allow(clippy::needless_pass_by_value)]
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -945,4 +947,127 @@ async fn recorded_dispatches_are_answered_or_left_alone_as_their_kind_requires()
             other => panic!("{name}: unexpected {other}"),
         }
     }
+}
+
+/// A scratch home for the binary: config, data and working directories.
+struct Home(std::path::PathBuf);
+
+impl Home {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("ferrobot-discord-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    /// The binary, configured from the environment alone.
+    fn bot(&self, env: &[(&str, String)]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrobot-discord"));
+        command
+            .current_dir(&self.0)
+            .env("HOME", &self.0)
+            .env("XDG_CONFIG_HOME", self.0.join("config"))
+            .env("XDG_DATA_HOME", self.0.join("data"))
+            .env("FERROBOT_LOG", "info")
+            .env_remove("FERROBOT_LLM__BASE_URL")
+            .env_remove("FERROBOT_LLM__MODEL")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn the_binary_runs_from_the_environment_alone() {
+    let gateway = Gateway::start().await;
+    let (rest, server) = Rest::start().await;
+    let model = llm(vec![OpenAiStream::new().text("All good.").into_sse()]).await;
+    let home = Home::new("env");
+    let mut bot = home
+        .bot(&[
+            ("FERROBOT_DISCORD__TOKEN", TOKEN.into()),
+            ("FERROBOT_DISCORD__API_URL", server.uri()),
+            ("FERROBOT_DISCORD__GATEWAY_URL", gateway.url.clone()),
+            ("FERROBOT_DISCORD__ALLOWED_USER_IDS", format!("[{ANN}]")),
+            ("FERROBOT_DISCORD__EDIT_INTERVAL_MS", "50".into()),
+            ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+            ("FERROBOT_LLM__MODEL", "test-model".into()),
+        ])
+        .spawn()
+        .unwrap();
+    // Once connected, the start-up report goes to a DM with the first allowed user.
+    let dm = rest
+        .wait_for("POST /api/v10/users/@me/channels", |_| true)
+        .await;
+    assert_eq!(dm["recipient_id"], ANN.to_string());
+    let notice = rest
+        .wait_for(&messages_to(DM), |b| {
+            b["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("ferrobot is online"))
+        })
+        .await;
+    assert!(
+        notice["content"].as_str().unwrap().contains("Memory"),
+        "{notice}"
+    );
+    // The system tools are offered as slash commands.
+    let menu = rest.wait_for("/commands", |_| true).await;
+    assert!(menu.to_string().contains("\"disk_usage\""), "{menu}");
+    gateway.message(ANN, DM, None, "all good?", false);
+    rest.wait_for("", |b| b["content"] == "All good.").await;
+    let asked = &model.received_requests().await.unwrap()[0];
+    let body: Value = serde_json::from_slice(&asked.body).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert!(body["messages"].to_string().contains("all good?"));
+    bot.start_kill().unwrap();
+    let output = bot.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("connected to Discord"), "{log}");
+    assert!(
+        !log.contains(TOKEN) && !log.contains("discord-token_secret"),
+        "the token stays out of the log"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_token_stops_the_bot_with_a_clear_message() {
+    let gateway = Gateway::start().await;
+    let (_rest, server) = Rest::start().await;
+    let home = Home::new("refused");
+    let output = home
+        .bot(&[
+            ("FERROBOT_DISCORD__TOKEN", "not-the-token".into()),
+            ("FERROBOT_DISCORD__API_URL", server.uri()),
+            ("FERROBOT_DISCORD__GATEWAY_URL", gateway.url.clone()),
+            ("FERROBOT_DISCORD__ALLOWED_USER_IDS", format!("[{ANN}]")),
+            ("FERROBOT_DISCORD__STARTUP_NOTICE", "false".into()),
+        ])
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(30), output)
+        .await
+        .unwrap()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{log}");
+    assert!(log.contains("Discord refused the bot token"), "{log}");
+    assert!(!log.contains("not-the-token"), "{log}");
+}
+
+#[tokio::test]
+async fn without_a_token_the_bot_says_where_to_put_one() {
+    let home = Home::new("no-token");
+    let output = home.bot(&[]).output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{log}");
+    assert!(log.contains("FERROBOT_DISCORD__TOKEN"), "{log}");
 }
