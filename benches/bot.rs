@@ -76,7 +76,9 @@ fn answer_all(edit_interval: Option<Duration>) -> impl std::future::Future<Outpu
         calls: AtomicUsize::new(0),
     });
     async move {
-        serve(agent, channel.clone()).await.expect("the channel ends cleanly");
+        serve(agent, channel.clone())
+            .await
+            .expect("the channel ends cleanly");
         channel.calls.load(Ordering::Relaxed)
     }
 }

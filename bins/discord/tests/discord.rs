@@ -1071,3 +1071,37 @@ async fn without_a_token_the_bot_says_where_to_put_one() {
     assert_eq!(output.status.code(), Some(2), "{log}");
     assert!(log.contains("FERROBOT_DISCORD__TOKEN"), "{log}");
 }
+
+#[tokio::test]
+async fn a_question_nobody_answers_is_declined_after_the_time_out() {
+    let model = MockProvider::new()
+        .then(MockTurn::new().tool_call("reboot", json!({})))
+        .then(MockTurn::new().text("Left it running."));
+    let recorded = model.clone();
+    let reboot = from_fn("reboot", "Reboot.", |_: Value, _| async { "rebooted" })
+        .confirm("Reboot this machine?");
+    install_crypto();
+    let gateway = Gateway::start().await;
+    let (rest, server) = Rest::start().await;
+    let mut settings = settings(&server, &gateway, &[ANN]);
+    settings.confirm_timeout_secs = 1;
+    let discord = Discord::new(&settings, TOKEN).unwrap();
+    let channel: Arc<dyn Channel> = Arc::new(discord.clone());
+    tokio::spawn(serve(
+        agent(model, &channel, vec![reboot.into_tool()]),
+        channel,
+    ));
+    tokio::time::timeout(Duration::from_secs(10), discord.connected())
+        .await
+        .unwrap();
+    gateway.message(ANN, DM, None, "reboot", false);
+    let shown = rest
+        .wait_for("PATCH", |b| {
+            b["content"] == "Reboot this machine?\n\n⌛ No answer within 1 min: declined"
+        })
+        .await;
+    assert_eq!(shown["components"], json!([]), "the buttons go");
+    rest.wait_for(&messages_to(DM), |b| b["content"] == "Left it running.")
+        .await;
+    assert!(format!("{:?}", recorded.requests()[1].messages).contains("Cancelled by user."));
+}
