@@ -1,9 +1,10 @@
 //! The agent a bot's config describes: its model, its tools, its history.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{LoadedConfig, ToolState};
+use super::{Channel, ChannelConfirm, ChannelError, ChannelNotifier, LoadedConfig, ToolState};
 use crate::agent::Agent;
 use crate::confirm::ConfirmHandler;
 use crate::history::SqliteHistory;
@@ -55,5 +56,55 @@ impl LoadedConfig {
             .build();
         ToolState::load(&self.tool_state_path())?.apply(&agent);
         Ok(agent)
+    }
+
+    /// Runs a bot until its channel stops: the [`agent`](Self::agent) this
+    /// config describes answering on `channel` (confirmations and later
+    /// messages go through it), the tool state and tools files followed as
+    /// they change, and, when `notice_to` resolves to a conversation (once
+    /// the channel is connected), a start-up report sent there
+    /// ([`system_report`](crate::tools::system_report)).
+    ///
+    /// # Errors
+    /// When the agent can't be built (the message names the file) or the
+    /// channel stops with an error.
+    pub async fn serve(
+        &self,
+        channel: Arc<dyn Channel>,
+        notice_to: Option<impl Future<Output = Option<String>> + Send + 'static>,
+    ) -> Result<(), ChannelError> {
+        let agent = self
+            .agent(
+                ChannelConfirm(Arc::clone(&channel)),
+                ChannelNotifier(Arc::clone(&channel)),
+            )
+            .await
+            .map_err(|source| ChannelError::Other {
+                message: source.to_string(),
+                source: Some(source),
+            })?;
+        let _state = AbortOnDrop(ToolState::watch(self.tool_state_path(), &agent));
+        let _tools = AbortOnDrop(super::watch_tools_file(self.tools_file_path(), &agent));
+        let _notice = notice_to.map(|notice_to| {
+            let channel = Arc::clone(&channel);
+            AbortOnDrop(tokio::spawn(async move {
+                let Some(to) = notice_to.await else { return };
+                let report = crate::tools::system_report().await;
+                let text = format!("ferrobot is online.\n\n{report}");
+                if let Err(error) = channel.send(&to, &text).await {
+                    tracing::warn!(error = %crate::error::chain(&error), "could not send the start-up notice");
+                }
+            }))
+        });
+        super::serve(agent, channel).await
+    }
+}
+
+/// A background task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use ferrobot::bot::{
-    Channel, ChannelConfirm, ChannelError, ChannelNotifier, CommandSpec, DiscordConfig, Handler,
-    Incoming, Length, LoadedConfig, OptionKind, ToolState, chat_of, serve, slash_text,
-    watch_tools_file,
+    Channel, ChannelError, CommandSpec, DiscordConfig, Handler, Incoming, Length, LoadedConfig,
+    OptionKind, chat_of, slash_text,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::future::BoxFuture;
@@ -399,14 +398,7 @@ impl Inner {
                 let interaction = self.http.interaction(application);
                 // The deferred response is filled in first, then follow-ups.
                 if self.first_answer(&token) {
-                    self.call("update response", || {
-                        interaction
-                            .update_response(&token)
-                            .content(Some(text))
-                            .into_future()
-                    })
-                    .await
-                    .map_err(|e| self.channel_error(&e))?;
+                    self.edit(to, "@original", text).await?;
                     Ok("@original".into())
                 } else {
                     let response = self
@@ -974,46 +966,34 @@ pub async fn run(loaded: &LoadedConfig) -> Result<(), Error> {
         )
     })?;
     let discord = Discord::new(settings, token.expose())?;
-    let channel: Arc<dyn Channel> = Arc::new(discord.clone());
-    let agent = loaded
-        .agent(
-            ChannelConfirm(Arc::clone(&channel)),
-            ChannelNotifier(Arc::clone(&channel)),
-        )
-        .await
-        .map_err(|e| Error::Other(e.to_string()))?;
-    let _state = ToolState::watch(loaded.tool_state_path(), &agent);
-    let _tools = watch_tools_file(loaded.tools_file_path(), &agent);
+    // The start-up report goes to the configured channel, else to a DM with
+    // the first allowed user.
+    let (to_channel, to_user) = (
+        settings.notify_channel_id,
+        settings.allowed_user_ids.first().copied(),
+    );
     let notice = settings.startup_notice.then(|| {
-        let (discord, channel) = (discord.clone(), Arc::clone(&channel));
-        let (to_channel, to_user) = (
-            settings.notify_channel_id,
-            settings.allowed_user_ids.first().copied(),
-        );
-        tokio::spawn(async move {
+        let discord = discord.clone();
+        async move {
             discord.connected().await;
-            let target = match (to_channel, to_user) {
-                (Some(channel), _) => Ok(channel.to_string()),
-                (None, Some(user)) => discord.dm_channel(user).await,
-                (None, None) => return,
-            };
-            let report = ferrobot::tools::system_report().await;
-            let text = format!("ferrobot is online.\n\n{report}");
-            let sent = match target {
-                Ok(target) => channel.send(&target, &text).await,
-                Err(error) => Err(error),
-            };
-            if let Err(error) = sent {
-                tracing::warn!(%error, "could not send the start-up notice");
+            match (to_channel, to_user) {
+                (Some(channel), _) => Some(channel.to_string()),
+                (None, Some(user)) => match discord.dm_channel(user).await {
+                    Ok(dm) => Some(dm),
+                    Err(error) => {
+                        tracing::warn!(%error, "could not open a DM for the start-up notice");
+                        None
+                    }
+                },
+                (None, None) => None,
             }
-        })
+        }
     });
-    let served = serve(agent, channel).await;
-    if let Some(notice) = notice {
-        notice.abort();
-    }
-    served.map_err(|error| match error {
-        ChannelError::Unauthorized => Error::Unauthorized,
-        other => Error::Other(other.to_string()),
-    })
+    loaded
+        .serve(Arc::new(discord), notice)
+        .await
+        .map_err(|error| match error {
+            ChannelError::Unauthorized => Error::Unauthorized,
+            other => Error::Other(other.to_string()),
+        })
 }

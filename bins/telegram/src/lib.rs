@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use ferrobot::bot::{
-    Channel, ChannelConfirm, ChannelError, ChannelNotifier, CommandSpec, Handler, Incoming, Length,
-    LoadedConfig, TelegramConfig, ToolState, chat_of, serve, watch_tools_file,
+    Channel, ChannelError, CommandSpec, Handler, Incoming, Length, LoadedConfig, TelegramConfig,
+    chat_of,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::StreamExt;
@@ -612,41 +612,26 @@ pub async fn run(loaded: &LoadedConfig) -> Result<(), Error> {
         )
     })?;
     let telegram = Telegram::new(settings, token.expose())?;
-    let channel: Arc<dyn Channel> = Arc::new(telegram.clone());
-    let agent = loaded
-        .agent(
-            ChannelConfirm(Arc::clone(&channel)),
-            ChannelNotifier(Arc::clone(&channel)),
-        )
-        .await
-        .map_err(|e| Error::Other(e.to_string()))?;
-    let _state = ToolState::watch(loaded.tool_state_path(), &agent);
-    let _tools = watch_tools_file(loaded.tools_file_path(), &agent);
-    let notice = settings
-        .startup_notice
-        .then(|| {
-            settings
-                .notify_chat_id
-                .or_else(|| settings.allowed_user_ids.first().map(|&u| u as i64))
-        })
+    // The start-up report goes to the configured chat, else to the first
+    // allowed user (a private chat's id is the user's).
+    let notice_to = settings
+        .notify_chat_id
+        .or_else(|| settings.allowed_user_ids.first().map(|&user| user as i64));
+    let notice = (settings.startup_notice)
+        .then_some(notice_to)
         .flatten()
         .map(|chat| {
-            let (telegram, channel) = (telegram.clone(), Arc::clone(&channel));
-            tokio::spawn(async move {
+            let telegram = telegram.clone();
+            async move {
                 telegram.connected().await;
-                let report = ferrobot::tools::system_report().await;
-                let text = format!("ferrobot is online.\n\n{report}");
-                if let Err(error) = channel.send(&chat.to_string(), &text).await {
-                    tracing::warn!(%error, "could not send the start-up notice");
-                }
-            })
+                Some(chat.to_string())
+            }
         });
-    let served = serve(agent, channel).await;
-    if let Some(notice) = notice {
-        notice.abort();
-    }
-    served.map_err(|error| match error {
-        ChannelError::Unauthorized => Error::Unauthorized,
-        other => Error::Other(other.to_string()),
-    })
+    loaded
+        .serve(Arc::new(telegram), notice)
+        .await
+        .map_err(|error| match error {
+            ChannelError::Unauthorized => Error::Unauthorized,
+            other => Error::Other(other.to_string()),
+        })
 }
