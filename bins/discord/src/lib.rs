@@ -38,6 +38,9 @@ use twilight_model::http::interaction::{
 use twilight_model::id::Id;
 use twilight_model::id::marker::{ApplicationMarker, ChannelMarker, MessageMarker, UserMarker};
 
+/// What to do when Discord refuses the token.
+const UNAUTHORIZED: &str = "Discord refused the bot token: check discord.token (or FERROBOT_DISCORD__TOKEN) against the Developer Portal's Bot page, then restart";
+
 /// Discord's limit on a message, in characters.
 const MESSAGE_LIMIT: usize = 2000;
 
@@ -102,29 +105,7 @@ impl std::fmt::Debug for Discord {
     }
 }
 
-/// Why the bot stopped.
-#[derive(Debug)]
-pub enum Error {
-    /// The configuration is incomplete or wrong; the message says what to set.
-    Config(String),
-    /// Discord refused the token.
-    Unauthorized,
-    /// Anything else.
-    Other(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Config(message) | Error::Other(message) => f.write_str(message),
-            Error::Unauthorized => f.write_str(
-                "Discord refused the bot token: check discord.token (or FERROBOT_DISCORD__TOKEN) against the Developer Portal's Bot page, then restart",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
+pub use ferrobot_bin::Error;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -959,6 +940,9 @@ impl Channel for Discord {
 /// [`Error::Unauthorized`] when Discord refuses the token, [`Error::Other`]
 /// when the history or tools can't be opened or the gateway closes for good.
 pub async fn run(loaded: &LoadedConfig) -> Result<(), Error> {
+    // The gateway's and the REST client's TLS need a crypto provider; ring
+    // is the one the rest of ferrobot uses. (Already installed is fine.)
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = &loaded.config.discord;
     let token = settings.token.as_ref().ok_or_else(|| {
         Error::Config(
@@ -993,7 +977,7 @@ pub async fn run(loaded: &LoadedConfig) -> Result<(), Error> {
         .serve(Arc::new(discord), notice)
         .await
         .map_err(|error| match error {
-            ChannelError::Unauthorized => Error::Unauthorized,
+            ChannelError::Unauthorized => Error::Unauthorized(UNAUTHORIZED.into()),
             other => Error::Other(other.to_string()),
         })
 }

@@ -30,6 +30,9 @@ use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, Bot, RequestError};
 use tokio::sync::{oneshot, watch};
 
+/// What to do when Telegram refuses the token.
+const UNAUTHORIZED: &str = "Telegram refused the bot token: check telegram.token (or FERROBOT_TELEGRAM__TOKEN) against @BotFather's /mybots, then restart";
+
 /// Telegram's limit on a message, in UTF-16 code units.
 const MESSAGE_LIMIT: usize = 4096;
 
@@ -76,29 +79,7 @@ impl std::fmt::Debug for Telegram {
     }
 }
 
-/// Why the bot stopped.
-#[derive(Debug)]
-pub enum Error {
-    /// The configuration is incomplete or wrong; the message says what to set.
-    Config(String),
-    /// Telegram refused the token.
-    Unauthorized,
-    /// Anything else.
-    Other(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Config(message) | Error::Other(message) => f.write_str(message),
-            Error::Unauthorized => f.write_str(
-                "Telegram refused the bot token: check telegram.token (or FERROBOT_TELEGRAM__TOKEN) against @BotFather's /mybots, then restart",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
+pub use ferrobot_bin::Error;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -631,7 +612,7 @@ pub async fn run(loaded: &LoadedConfig) -> Result<(), Error> {
         .serve(Arc::new(telegram), notice)
         .await
         .map_err(|error| match error {
-            ChannelError::Unauthorized => Error::Unauthorized,
+            ChannelError::Unauthorized => Error::Unauthorized(UNAUTHORIZED.into()),
             other => Error::Other(other.to_string()),
         })
 }

@@ -3,63 +3,16 @@
 //! Exit codes: 0 stopped; 1 the bot failed while running; 2 bad
 //! configuration or a token Telegram refuses.
 
-use std::io::IsTerminal as _;
-use std::path::PathBuf;
-use std::process::ExitCode;
-
-use clap::Parser;
-use ferrobot::bot::{Config, ConfigSource};
-use ferrobot_telegram::Error;
-
-/// Your machine's assistant on Telegram.
-#[derive(Debug, Parser)]
-#[command(
-    name = "ferrobot-telegram",
-    version,
-    about,
-    after_help = "Every setting can also come from the environment (`__` nests): \
-                  FERROBOT_TELEGRAM__TOKEN, FERROBOT_TELEGRAM__ALLOWED_USER_IDS=[111], \
-                  FERROBOT_LLM__BASE_URL, FERROBOT_LLM__MODEL… See docs/telegram.md."
-)]
-struct Cli {
-    /// Read this config file instead of ./ferrobot.toml or the per-user one.
-    #[arg(short = 'c', long = "config")]
-    config: Option<PathBuf>,
-}
-
 #[tokio::main]
-async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FERROBOT_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    let mut source = ConfigSource::new();
-    source.file = cli.config;
-    let loaded = match Config::load(&source) {
-        Ok(loaded) => loaded,
-        Err(error) => {
-            eprintln!("ferrobot-telegram: {error}");
-            return ExitCode::from(2);
-        }
+async fn main() -> std::process::ExitCode {
+    let bin = ferrobot_bin::Bin {
+        name: "ferrobot-telegram",
+        version: env!("CARGO_PKG_VERSION"),
+        about: "Your machine's assistant on Telegram.",
+        env: "FERROBOT_TELEGRAM__TOKEN, FERROBOT_TELEGRAM__ALLOWED_USER_IDS=[111], FERROBOT_LLM__BASE_URL, FERROBOT_LLM__MODEL… See docs/telegram.md.",
     };
-    let stopped = tokio::select! {
-        stopped = ferrobot_telegram::run(&loaded) => stopped,
-        _ = tokio::signal::ctrl_c() => Ok(()),
-    };
-    match stopped {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error @ (Error::Config(_) | Error::Unauthorized)) => {
-            eprintln!("ferrobot-telegram: {error}");
-            ExitCode::from(2)
-        }
-        Err(error) => {
-            eprintln!("ferrobot-telegram: {error}");
-            ExitCode::from(1)
-        }
-    }
+    ferrobot_bin::main(bin, |loaded| async move {
+        ferrobot_telegram::run(&loaded).await
+    })
+    .await
 }

@@ -1,0 +1,101 @@
+//! What the bot binaries (`ferrobot-telegram`, `ferrobot-discord`) share:
+//! the `-c FILE` argument, logging to stderr, loading the layered config,
+//! Ctrl-C, and exit codes: 0 stopped; 1 the bot failed while running; 2 bad
+//! configuration or a token the platform refuses.
+
+use std::fmt;
+use std::future::Future;
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ferrobot::bot::{Config, ConfigSource, LoadedConfig};
+
+/// Why a bot stopped.
+#[derive(Debug)]
+pub enum Error {
+    /// The configuration is incomplete or wrong; the message says what to set.
+    Config(String),
+    /// The platform refused the token; the message says where to check it.
+    Unauthorized(String),
+    /// Anything else.
+    Other(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(message) | Error::Unauthorized(message) | Error::Other(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A bot binary's name and help.
+#[derive(Debug, Clone, Copy)]
+pub struct Bin {
+    /// The binary's name, e.g. `ferrobot-telegram`.
+    pub name: &'static str,
+    /// Its version.
+    pub version: &'static str,
+    /// One line on what it does.
+    pub about: &'static str,
+    /// The environment variables worth naming in `--help`.
+    pub env: &'static str,
+}
+
+/// Runs a bot binary: parses `-c FILE`, logs to stderr (`FERROBOT_LOG`,
+/// `info` by default), loads the config, and runs `bot` until it stops or
+/// Ctrl-C.
+pub async fn main<F, Fut>(bin: Bin, bot: F) -> ExitCode
+where
+    F: FnOnce(LoadedConfig) -> Fut,
+    Fut: Future<Output = Result<(), Error>>,
+{
+    let arguments = clap::Command::new(bin.name)
+        .version(bin.version)
+        .about(bin.about)
+        .after_help(format!(
+            "Every setting can also come from the environment (`__` nests): {}",
+            bin.env
+        ))
+        .arg(
+            clap::Arg::new("config")
+                .short('c')
+                .long("config")
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Read this config file instead of ./ferrobot.toml or the per-user one"),
+        )
+        .get_matches();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FERROBOT_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let mut source = ConfigSource::new();
+    source.file = arguments.get_one::<PathBuf>("config").cloned();
+    let stopped = match Config::load(&source) {
+        Ok(loaded) => tokio::select! {
+            stopped = bot(loaded) => stopped,
+            _ = tokio::signal::ctrl_c() => Ok(()),
+        },
+        Err(error) => Err(Error::Config(error.to_string())),
+    };
+    match stopped {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{}: {error}", bin.name);
+            ExitCode::from(match error {
+                Error::Config(_) | Error::Unauthorized(_) => 2,
+                Error::Other(_) => 1,
+            })
+        }
+    }
+}
