@@ -31,6 +31,39 @@ pub struct ConfirmRequest {
     pub arguments: Value,
 }
 
+impl ConfirmRequest {
+    /// A request to run `tool` in `conversation`, asking `prompt`, with no
+    /// arguments: for testing a [`ConfirmHandler`] or a channel's prompts.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::confirm::ConfirmRequest;
+    /// let request = ConfirmRequest::new("chat-1", "reboot", "Reboot?").from_user("ann");
+    /// assert_eq!(request.user.as_deref(), Some("ann"));
+    /// ```
+    pub fn new(
+        conversation: impl Into<String>,
+        tool: impl Into<String>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        Self {
+            conversation: conversation.into(),
+            user: None,
+            call_id: "call_test".into(),
+            tool: tool.into(),
+            prompt: prompt.into(),
+            arguments: Value::Object(serde_json::Map::new()),
+        }
+    }
+
+    /// The same request, started by `user`.
+    #[must_use]
+    pub fn from_user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self
+    }
+}
+
 /// The user's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {

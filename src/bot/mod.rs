@@ -10,6 +10,7 @@ mod channel;
 mod commands;
 mod config;
 mod live;
+mod questions;
 mod split;
 mod state;
 mod trace;
@@ -23,6 +24,7 @@ pub use config::{
     LoadedConfig, PROVIDERS, Secret, TelegramConfig, ToolsConfig, user_config_file, user_data_dir,
 };
 pub use live::chat_of;
+pub use questions::{Answered, Question, Questions, Unanswered, decided};
 pub use split::{Length, split_message};
 pub use state::ToolState;
 #[cfg(feature = "tools")]

@@ -6,18 +6,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use ferrobot::bot::{
     Channel, ChannelError, CommandSpec, DiscordConfig, Handler, Incoming, Length, LoadedConfig,
-    OptionKind, chat_of, slash_text,
+    OptionKind, Questions, Unanswered, chat_of, decided, slash_text,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use twilight_gateway::error::ReceiveMessageErrorType;
 use twilight_gateway::{
     CloseFrame, Event, EventTypeFlags, Intents, Shard, ShardId, ShardState, StreamExt as _,
@@ -69,9 +68,8 @@ struct Inner {
     allowed_guilds: HashSet<u64>,
     confirm_timeout: Duration,
     edit_interval: Duration,
-    /// Confirmations waiting for a button press, by the id in the buttons.
-    pending: Mutex<HashMap<u64, Pending>>,
-    next_question: AtomicU64,
+    /// Confirmations waiting for a button press.
+    questions: Questions,
     /// Strangers already refused once; they get no second answer.
     refused: Mutex<HashSet<u64>>,
     /// Who the bot is, from READY.
@@ -87,13 +85,6 @@ struct Inner {
 struct Me {
     user: Id<UserMarker>,
     application: Id<ApplicationMarker>,
-}
-
-struct Pending {
-    /// Who may answer: the user whose message started the turn.
-    user: Option<u64>,
-    prompt: String,
-    answer: oneshot::Sender<Decision>,
 }
 
 impl std::fmt::Debug for Discord {
@@ -187,8 +178,7 @@ impl Discord {
                 allowed_guilds: settings.allowed_guild_ids.iter().copied().collect(),
                 confirm_timeout: Duration::from_secs(settings.confirm_timeout_secs),
                 edit_interval: Duration::from_millis(settings.edit_interval_ms),
-                pending: Mutex::default(),
-                next_question: AtomicU64::new(1),
+                questions: Questions::default(),
                 refused: Mutex::default(),
                 me: OnceLock::new(),
                 commands: Mutex::default(),
@@ -548,45 +538,25 @@ impl Inner {
     /// A ✅ / ❌ press: answers the waiting confirmation if it is the
     /// asker's, and edits the question to show the decision.
     fn pressed(&self, custom_id: &str, presser: u64) -> InteractionResponse {
-        let Some((id, choice)) = custom_id
-            .strip_prefix("confirm:")
-            .and_then(|d| d.split_once(':'))
-            .and_then(|(id, choice)| Some((id.parse::<u64>().ok()?, choice)))
-        else {
-            return ephemeral("This button isn't mine to answer.");
-        };
-        let mut pending = lock(&self.pending);
-        let Some(waiting) = pending.get(&id) else {
-            return ephemeral("This question has expired.");
-        };
-        let may_answer = match waiting.user {
-            Some(user) => user == presser,
-            None => self.allowed_users.contains(&presser),
-        };
-        if !may_answer {
-            tracing::warn!(
-                user_id = presser,
-                "a button press from someone other than the asker was ignored"
-            );
-            return ephemeral("Only the person who asked can answer this.");
-        }
-        let Some(waiting) = pending.remove(&id) else {
-            return ephemeral("This question has expired.");
-        };
-        let decision = Decision::from(choice == "yes");
-        let outcome = if decision == Decision::Approve {
-            "✅ Approved"
+        let answered = if self.allowed_users.contains(&presser) {
+            self.questions.press(custom_id, &presser.to_string())
         } else {
-            "❌ Declined"
+            Err(Unanswered::NotTheAsker)
         };
-        let _ = waiting.answer.send(decision);
-        InteractionResponse {
-            kind: InteractionResponseType::UpdateMessage,
-            data: Some(InteractionResponseData {
-                content: Some(format!("{}\n\n{outcome}", waiting.prompt)),
-                components: Some(Vec::new()),
-                ..InteractionResponseData::default()
-            }),
+        match answered {
+            Ok(answered) => InteractionResponse {
+                kind: InteractionResponseType::UpdateMessage,
+                data: Some(InteractionResponseData {
+                    content: Some(decided(
+                        &answered.prompt,
+                        Some(answered.decision),
+                        self.confirm_timeout,
+                    )),
+                    components: Some(Vec::new()),
+                    ..InteractionResponseData::default()
+                }),
+            },
+            Err(why) => ephemeral(&why.to_string()),
         }
     }
 
@@ -594,32 +564,22 @@ impl Inner {
         let Ok(Target::Channel(channel)) = target(chat_of(&request.conversation)) else {
             return Decision::Decline;
         };
-        let id = self.next_question.fetch_add(1, Ordering::Relaxed);
-        let (answer, decision) = oneshot::channel();
-        let user = request.user.as_deref().and_then(|u| u.parse().ok());
-        lock(&self.pending).insert(
-            id,
-            Pending {
-                user,
-                prompt: request.prompt.clone(),
-                answer,
-            },
-        );
+        let question = self.questions.ask(&request);
         let buttons: Vec<Component> = match serde_json::from_value(json!([{
             "type": 1,
             "components": [
-                {"type": 2, "style": 3, "label": "✅ Yes", "custom_id": format!("confirm:{id}:yes")},
-                {"type": 2, "style": 4, "label": "❌ No", "custom_id": format!("confirm:{id}:no")},
+                {"type": 2, "style": 3, "label": "✅ Yes", "custom_id": question.yes},
+                {"type": 2, "style": 4, "label": "❌ No", "custom_id": question.no},
             ],
         }])) {
             Ok(buttons) => buttons,
             Err(error) => {
-                lock(&self.pending).remove(&id);
+                self.questions.forget(question.id());
                 tracing::warn!(%error, "could not build the confirmation buttons; declined");
                 return Decision::Decline;
             }
         };
-        let question = self
+        let sent = self
             .call("create message", || {
                 self.http
                     .create_message(channel)
@@ -628,48 +588,42 @@ impl Inner {
                     .into_future()
             })
             .await;
-        let question = match question {
+        let message = match sent {
             Ok(response) => self.id_of(response).await,
             Err(error) => Err(self.channel_error(&error)),
         };
-        let question = match question {
-            Ok(question) => question,
+        let message = match message {
+            Ok(message) => message,
             Err(error) => {
-                lock(&self.pending).remove(&id);
+                self.questions.forget(question.id());
                 tracing::warn!(%error, "could not ask for confirmation; declined");
                 return Decision::Decline;
             }
         };
-        match tokio::time::timeout(self.confirm_timeout, decision).await {
-            // The press already showed the decision on the question.
-            Ok(Ok(decision)) => decision,
-            _ => {
-                lock(&self.pending).remove(&id);
-                let minutes = self.confirm_timeout.as_secs().div_ceil(60);
-                let shown = format!(
-                    "{}\n\n⌛ No answer within {minutes} min: declined",
-                    request.prompt
-                );
-                let edited = match question.parse::<u64>().ok().and_then(Id::new_checked) {
-                    Some(message) => self
-                        .call("update message", || {
-                            self.http
-                                .update_message(channel, message)
-                                .content(Some(&shown))
-                                .components(Some(&[]))
-                                .into_future()
-                        })
-                        .await
-                        .map(drop)
-                        .map_err(|e| self.redact(&e)),
-                    None => Err(format!("`{question}` is not a message id")),
-                };
-                if let Err(error) = edited {
-                    tracing::debug!(%error, "could not show the time-out");
-                }
-                Decision::Decline
+        let decision = self.questions.wait(question, self.confirm_timeout).await;
+        if decision.is_none() {
+            // A press already showed its decision on the question; a
+            // time-out is shown here, and the buttons go.
+            let shown = decided(&request.prompt, None, self.confirm_timeout);
+            let edited = match message.parse::<u64>().ok().and_then(Id::new_checked) {
+                Some(id) => self
+                    .call("update message", || {
+                        self.http
+                            .update_message(channel, id)
+                            .content(Some(&shown))
+                            .components(Some(&[]))
+                            .into_future()
+                    })
+                    .await
+                    .map(drop)
+                    .map_err(|e| self.redact(&e)),
+                None => Err(format!("`{message}` is not a message id")),
+            };
+            if let Err(error) = edited {
+                tracing::debug!(%error, "could not show the time-out");
             }
         }
+        decision.unwrap_or(Decision::Decline)
     }
 
     /// A gateway close: fatal ones end the bot with what to do.

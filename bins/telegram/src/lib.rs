@@ -7,15 +7,14 @@
 #[doc(hidden)]
 pub mod markdown;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use ferrobot::bot::{
-    Channel, ChannelError, CommandSpec, Handler, Incoming, Length, LoadedConfig, TelegramConfig,
-    chat_of,
+    Channel, ChannelError, CommandSpec, Handler, Incoming, Length, LoadedConfig, Questions,
+    TelegramConfig, Unanswered, chat_of, decided,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::StreamExt;
@@ -28,7 +27,7 @@ use teloxide::types::{
 };
 use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, Bot, RequestError};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 /// What to do when Telegram refuses the token.
 const UNAUTHORIZED: &str = "Telegram refused the bot token: check telegram.token (or FERROBOT_TELEGRAM__TOKEN) against @BotFather's /mybots, then restart";
@@ -56,18 +55,11 @@ struct Inner {
     allowed: HashSet<u64>,
     confirm_timeout: Duration,
     edit_interval: Duration,
-    /// Confirmations waiting for a button press, by the id in the buttons' data.
-    pending: Mutex<HashMap<u64, Pending>>,
-    next_question: AtomicU64,
+    /// Confirmations waiting for a button press.
+    questions: Questions,
     /// Strangers already refused once; they get no second answer.
     refused: Mutex<HashSet<u64>>,
     connected: watch::Sender<bool>,
-}
-
-struct Pending {
-    /// Who may answer: the user whose message started the turn.
-    user: Option<u64>,
-    answer: oneshot::Sender<Decision>,
 }
 
 impl std::fmt::Debug for Telegram {
@@ -104,8 +96,7 @@ impl Telegram {
                 allowed: settings.allowed_user_ids.iter().copied().collect(),
                 confirm_timeout: Duration::from_secs(settings.confirm_timeout_secs),
                 edit_interval: Duration::from_millis(settings.edit_interval_ms),
-                pending: Mutex::default(),
-                next_question: AtomicU64::new(1),
+                questions: Questions::default(),
                 refused: Mutex::default(),
                 connected: watch::Sender::new(false),
             }),
@@ -347,7 +338,7 @@ impl Inner {
         let acknowledged = self
             .call("answerCallbackQuery", || {
                 let request = self.bot.answer_callback_query(query.id.clone());
-                match answer {
+                match &answer {
                     Some(text) => request.text(text).send(),
                     None => request.send(),
                 }
@@ -360,51 +351,27 @@ impl Inner {
 
     /// Hands the decision to the waiting turn; returns what to tell the
     /// presser when it wasn't theirs to make.
-    fn decide(&self, query: &CallbackQuery) -> Option<&'static str> {
-        let Some((id, choice)) = query
-            .data
-            .as_deref()
-            .and_then(|d| d.strip_prefix("confirm:"))
-            .and_then(|d| d.split_once(':'))
-            .and_then(|(id, choice)| Some((id.parse::<u64>().ok()?, choice)))
-        else {
-            return Some("This button isn't mine to answer.");
-        };
-        let mut pending = lock(&self.pending);
-        let Some(waiting) = pending.get(&id) else {
-            return Some("This question has expired.");
-        };
+    fn decide(&self, query: &CallbackQuery) -> Option<String> {
         let presser = query.from.id.0;
-        let may_answer = match waiting.user {
-            Some(user) => user == presser,
-            None => self.is_allowed(presser),
+        let answered = if self.is_allowed(presser) {
+            let data = query.data.as_deref().unwrap_or_default();
+            self.questions.press(data, &presser.to_string()).map(drop)
+        } else {
+            Err(Unanswered::NotTheAsker)
         };
-        if !may_answer {
-            tracing::warn!(
-                user_id = presser,
-                "a button press from someone other than the asker was ignored"
-            );
-            return Some("Only the person who asked can answer this.");
-        }
-        if let Some(waiting) = pending.remove(&id) {
-            let _ = waiting.answer.send(Decision::from(choice == "yes"));
-        }
-        None
+        answered.err().map(|why| why.to_string())
     }
 
     async fn ask(&self, request: ConfirmRequest) -> Decision {
         let Ok(chat) = chat_of(&request.conversation).parse::<i64>().map(ChatId) else {
             return Decision::Decline;
         };
-        let id = self.next_question.fetch_add(1, Ordering::Relaxed);
-        let (answer, decision) = oneshot::channel();
-        let user = request.user.as_deref().and_then(|u| u.parse().ok());
-        lock(&self.pending).insert(id, Pending { user, answer });
+        let question = self.questions.ask(&request);
         let buttons = InlineKeyboardMarkup::new([[
-            InlineKeyboardButton::callback("✅ Yes", format!("confirm:{id}:yes")),
-            InlineKeyboardButton::callback("❌ No", format!("confirm:{id}:no")),
+            InlineKeyboardButton::callback("✅ Yes", &question.yes),
+            InlineKeyboardButton::callback("❌ No", &question.no),
         ]]);
-        let question = self
+        let sent = self
             .call("sendMessage", || {
                 self.bot
                     .send_message(chat, &request.prompt)
@@ -412,32 +379,21 @@ impl Inner {
                     .send()
             })
             .await;
-        let question = match question {
+        let message = match sent {
             Ok(message) => message.id,
             Err(error) => {
-                lock(&self.pending).remove(&id);
+                self.questions.forget(question.id());
                 tracing::warn!(error = %self.redact(&error), "could not ask for confirmation; declined");
                 return Decision::Decline;
             }
         };
-        let (decision, outcome) = match tokio::time::timeout(self.confirm_timeout, decision).await {
-            Ok(Ok(Decision::Approve)) => (Decision::Approve, "✅ Approved".to_owned()),
-            Ok(Ok(Decision::Decline)) => (Decision::Decline, "❌ Declined".to_owned()),
-            _ => {
-                lock(&self.pending).remove(&id);
-                let minutes = self.confirm_timeout.as_secs().div_ceil(60);
-                (
-                    Decision::Decline,
-                    format!("⌛ No answer within {minutes} min: declined"),
-                )
-            }
-        };
+        let decision = self.questions.wait(question, self.confirm_timeout).await;
         // The buttons go: the message now shows the decision.
-        let shown = format!("{}\n\n{outcome}", request.prompt);
-        if let Err(error) = self.edit_text(chat, question, &shown, false).await {
+        let shown = decided(&request.prompt, decision, self.confirm_timeout);
+        if let Err(error) = self.edit_text(chat, message, &shown, false).await {
             tracing::debug!(error = %self.redact(&error), "could not show the decision");
         }
-        decision
+        decision.unwrap_or(Decision::Decline)
     }
 }
 
