@@ -109,12 +109,17 @@ fn ok(result: Value) -> ResponseTemplate {
 impl FakeBotApi {
     async fn start() -> (Self, MockServer) {
         let server = MockServer::start().await;
+        (Self::serve(&server).await, server)
+    }
+
+    /// The fake Bot API on `server`.
+    async fn serve(server: &MockServer) -> Self {
         let fake = Self::default();
         Mock::given(path_regex(r"^/bot[^/]+/\w+$"))
             .respond_with(fake.clone())
-            .mount(&server)
+            .mount(server)
             .await;
-        (fake, server)
+        fake
     }
 
     fn push(&self, mut update: Value) {
@@ -862,4 +867,33 @@ async fn with_nobody_allowed_the_bot_refuses_everyone_and_says_so() {
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(log.contains("allowed_user_ids is empty"), "{log}");
     assert!(log.contains(&format!("user_id={ANN}")), "{log}");
+}
+
+#[tokio::test]
+async fn a_bot_api_out_of_reach_at_start_is_retried_until_it_answers() {
+    // A port nobody listens on, yet.
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut settings = Config::load(&ConfigSource::defaults_only())
+        .unwrap()
+        .config
+        .telegram;
+    settings.api_url = format!("http://{address}");
+    settings.allowed_user_ids = vec![ANN];
+    let channel: Arc<dyn Channel> = Arc::new(Telegram::new(&settings, TOKEN).unwrap());
+    let bot = tokio::spawn(serve(
+        agent(MockProvider::replying("Back."), &channel, vec![]),
+        channel,
+    ));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!bot.is_finished(), "still trying");
+    let listener = std::net::TcpListener::bind(address).unwrap();
+    let server = MockServer::builder().listener(listener).start().await;
+    let api = FakeBotApi::serve(&server).await;
+    api.wait_for("SetMyCommands", |_| true).await;
+    api.text(ANN, ANN as i64, "there?");
+    api.wait_for("SendMessage", |c| c["text"] == r"Back\.")
+        .await;
 }
