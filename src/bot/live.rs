@@ -17,6 +17,8 @@ use crate::agent::{Agent, AgentEvent, Status};
 const TYPING_EVERY: Duration = Duration::from_secs(4);
 
 const FRESH: &str = "Started a fresh conversation. The earlier one is kept in the history.";
+const NOTHING: &str = "(no output)";
+const CUT_SHORT: &str = "The answer was cut short by an internal error; please ask again.";
 
 /// The chat a conversation belongs to: `/new` gives a chat conversations
 /// named `CHAT~N`, and a channel's confirmation prompts and later messages
@@ -100,7 +102,7 @@ pub(super) async fn answer(
     }
     let conversation = sessions.current(agent, chat).await;
     let mut events = agent.stream_from(&conversation, &incoming.user, &incoming.text);
-    let mut reply = LiveReply::new(channel, target);
+    let mut reply = LiveReply::new(channel, chat, target);
     let mut busy = false;
     let mut typing = tokio::time::interval(TYPING_EVERY);
     typing.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -135,7 +137,23 @@ pub(super) async fn answer(
             // any confirmation prompt.
             Some(Ok(AgentEvent::ToolCallStarted(_))) => reply.finish(None).await,
             Some(Ok(AgentEvent::Done(done))) => {
-                reply.finish(Some(&done.text)).await;
+                // A slash command's tool output is shown as it came, not read
+                // as Markdown (`__init__.py`, `# comment`, column layouts).
+                let verbatim = incoming.text.trim_start().starts_with('/')
+                    && !done.tool_calls.is_empty()
+                    && !done.text.trim().is_empty()
+                    && !done.text.contains("```");
+                let text = if verbatim {
+                    format!("```\n{}\n```", done.text.trim_end())
+                } else {
+                    done.text
+                };
+                reply.finish(Some(&text)).await;
+                if !reply.posted_any {
+                    // Always an answer: a Discord slash command would
+                    // otherwise stay "thinking…".
+                    reply.finish(Some(NOTHING)).await;
+                }
                 break;
             }
             Some(Ok(_)) => {}
@@ -147,7 +165,14 @@ pub(super) async fn answer(
                 }
                 break;
             }
-            None => break,
+            // The turn ended without its last event (its task failed).
+            None => {
+                reply.finish(None).await;
+                if let Err(error) = channel.send(target, CUT_SHORT).await {
+                    tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
+                }
+                break;
+            }
         }
     }
 }
@@ -158,7 +183,11 @@ pub(super) async fn answer(
 /// when done.
 struct LiveReply<'a> {
     channel: &'a dyn Channel,
+    /// The conversation's chat, for logs.
     chat: &'a str,
+    /// Where the messages go: the chat, or the channel's reply target (which
+    /// may hold a secret, such as a Discord interaction token: never logged).
+    target: &'a str,
     interval: Option<Duration>,
     text: String,
     /// The posted messages: id and the text shown.
@@ -168,13 +197,17 @@ struct LiveReply<'a> {
     /// The text of the last finished message, so a reply that was already
     /// shown before the turn ended isn't sent twice.
     finished: String,
+    /// Whether anything was posted this turn.
+    posted_any: bool,
 }
 
 impl<'a> LiveReply<'a> {
-    fn new(channel: &'a dyn Channel, chat: &'a str) -> Self {
+    fn new(channel: &'a dyn Channel, chat: &'a str, target: &'a str) -> Self {
         Self {
             channel,
             chat,
+            target,
+            posted_any: false,
             interval: channel.edit_interval(),
             text: String::new(),
             sent: Vec::new(),
@@ -233,8 +266,11 @@ impl<'a> LiveReply<'a> {
         let (limit, length) = self.channel.limit();
         for (i, piece) in split_message(text, limit, length).into_iter().enumerate() {
             let Some((id, shown)) = self.sent.get_mut(i) else {
-                match self.channel.post(self.chat, &piece, done).await {
-                    Ok(id) => self.sent.push((id, piece)),
+                match self.channel.post(self.target, &piece, done).await {
+                    Ok(id) => {
+                        self.posted_any = true;
+                        self.sent.push((id, piece));
+                    }
                     Err(error) => {
                         // A draft is posted again at the next flush; a
                         // finished reply has been retried by the channel.
@@ -249,13 +285,13 @@ impl<'a> LiveReply<'a> {
             if *shown == piece && !done {
                 continue;
             }
-            match self.channel.edit(self.chat, id, &piece, done).await {
+            match self.channel.edit(self.target, id, &piece, done).await {
                 Ok(()) => *shown = piece,
                 Err(error) if done => {
                     // The draft can't be replaced (deleted, too old): post
                     // the finished text anew, so nothing is lost.
                     tracing::warn!(chat = %self.chat, error = %crate::error::chain(&error), "could not edit a reply; posting it again");
-                    if let Ok(new) = self.channel.post(self.chat, &piece, true).await {
+                    if let Ok(new) = self.channel.post(self.target, &piece, true).await {
                         *id = new;
                         *shown = piece;
                     }

@@ -25,7 +25,7 @@ pub use config::{
 };
 pub use live::chat_of;
 pub use questions::{Answered, Question, Questions, Unanswered, decided};
-pub use split::{Length, split_message};
+pub use split::{Length, clip, split_message};
 pub use state::ToolState;
 #[cfg(feature = "tools")]
 pub use state::watch_tools_file;

@@ -11,9 +11,10 @@ use tokio::sync::oneshot;
 use crate::confirm::{ConfirmRequest, Decision};
 
 /// The questions a channel has asked and not yet seen answered. Each gets
-/// button data (`confirm:ID:yes` / `confirm:ID:no`); a press is matched back
-/// to its question, and only the user whose message started the turn may
-/// answer it.
+/// button data (`confirm:NONCE-N:yes` / `…:no`, the nonce new in every
+/// process, so a button left from before a restart answers nothing); a press
+/// is matched back to its question, in the chat it was asked in, and only the
+/// user whose message started the turn may answer it.
 ///
 /// # Examples
 /// ```
@@ -26,20 +27,38 @@ use crate::confirm::{ConfirmRequest, Decision};
 /// let request = ConfirmRequest::new("chat-1", "reboot", "Reboot?").from_user("ann");
 /// let question = questions.ask(&request);
 /// // … post the prompt with buttons carrying `question.yes` and `question.no` …
-/// assert!(questions.press(&question.yes, "bob").is_err(), "not Bob's question");
-/// assert_eq!(questions.press(&question.yes, "ann").unwrap().decision, Decision::Approve);
+/// assert!(questions.press(&question.yes, "bob", "chat-1").is_err(), "not Bob's question");
+/// assert!(questions.press(&question.yes, "ann", "chat-2").is_err(), "not asked there");
+/// assert_eq!(questions.press(&question.yes, "ann", "chat-1").unwrap().decision, Decision::Approve);
 /// assert_eq!(questions.wait(question, Duration::from_secs(1)).await, Some(Decision::Approve));
 /// # }
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Questions {
-    pending: Mutex<HashMap<u64, Pending>>,
+    pending: Mutex<HashMap<String, Pending>>,
     next: AtomicU64,
+    nonce: u32,
+}
+
+impl Default for Questions {
+    fn default() -> Self {
+        use std::hash::BuildHasher as _;
+        // Random enough to tell this process's buttons from an earlier one's,
+        // without a dependency: std's hasher keys are random per process.
+        let nonce = std::collections::hash_map::RandomState::new()
+            .hash_one(std::time::SystemTime::now()) as u32;
+        Self {
+            pending: Mutex::default(),
+            next: AtomicU64::new(0),
+            nonce,
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Pending {
     user: Option<String>,
+    chat: String,
     prompt: String,
     answer: oneshot::Sender<Decision>,
 }
@@ -57,7 +76,7 @@ pub struct Answered {
 /// A question asked: the data for its buttons, and where its answer arrives.
 #[derive(Debug)]
 pub struct Question {
-    id: u64,
+    id: String,
     /// The ✅ button's data.
     pub yes: String,
     /// The ❌ button's data.
@@ -72,7 +91,8 @@ pub enum Unanswered {
     /// The button isn't a confirmation button of ours.
     #[error("This button isn't mine to answer.")]
     NotOurs,
-    /// The question was answered, timed out, or asked before a restart.
+    /// The question was answered, timed out, asked before a restart, or
+    /// asked in another chat.
     #[error("This question has expired.")]
     Expired,
     /// Someone other than the asker pressed.
@@ -85,20 +105,25 @@ impl Questions {
     /// carrying [`Question::yes`] and [`Question::no`], then
     /// [`wait`](Self::wait).
     pub fn ask(&self, request: &ConfirmRequest) -> Question {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!(
+            "{:08x}-{}",
+            self.nonce,
+            self.next.fetch_add(1, Ordering::Relaxed) + 1
+        );
         let (answer, receiver) = oneshot::channel();
         self.lock().insert(
-            id,
+            id.clone(),
             Pending {
                 user: request.user.clone(),
+                chat: super::chat_of(&request.conversation).to_owned(),
                 prompt: request.prompt.clone(),
                 answer,
             },
         );
         Question {
-            id,
             yes: format!("confirm:{id}:yes"),
             no: format!("confirm:{id}:no"),
+            id,
             answer: receiver,
         }
     }
@@ -107,24 +132,27 @@ impl Questions {
     /// is then forgotten; decline it).
     pub async fn wait(&self, question: Question, timeout: Duration) -> Option<Decision> {
         let answer = tokio::time::timeout(timeout, question.answer).await;
-        self.forget(question.id);
+        self.forget(&question.id);
         answer.ok().and_then(Result::ok)
     }
 
-    /// A press of the button with `data` by `user`: the decision it gave
-    /// the waiting question, or why it gave none. A question from a turn
-    /// without a known user may be answered by anyone the channel lets in.
+    /// A press of the button with `data` by `user` in `chat`: the decision
+    /// it gave the waiting question, or why it gave none. A question from a
+    /// turn without a known user may be answered by anyone the channel lets
+    /// in.
     ///
     /// # Errors
     /// [`Unanswered`], with the text to show the presser.
-    pub fn press(&self, data: &str, user: &str) -> Result<Answered, Unanswered> {
+    pub fn press(&self, data: &str, user: &str, chat: &str) -> Result<Answered, Unanswered> {
         let (id, choice) = data
             .strip_prefix("confirm:")
-            .and_then(|d| d.split_once(':'))
-            .and_then(|(id, choice)| Some((id.parse::<u64>().ok()?, choice)))
+            .and_then(|d| d.rsplit_once(':'))
             .ok_or(Unanswered::NotOurs)?;
         let mut pending = self.lock();
-        let asker = pending.get(&id).ok_or(Unanswered::Expired)?;
+        let asker = pending
+            .get(id)
+            .filter(|asker| asker.chat == chat)
+            .ok_or(Unanswered::Expired)?;
         if asker.user.as_deref().is_some_and(|asker| asker != user) {
             tracing::warn!(
                 user,
@@ -133,8 +161,13 @@ impl Questions {
             return Err(Unanswered::NotTheAsker);
         }
         let decision = Decision::from(choice == "yes");
-        let waiting = pending.remove(&id).ok_or(Unanswered::Expired)?;
-        let _ = waiting.answer.send(decision);
+        let waiting = pending.remove(id).ok_or(Unanswered::Expired)?;
+        // The turn stopped waiting (a time-out a moment ago): say so, rather
+        // than show a decision that wasn't taken.
+        waiting
+            .answer
+            .send(decision)
+            .map_err(|_| Unanswered::Expired)?;
         Ok(Answered {
             decision,
             prompt: waiting.prompt,
@@ -142,19 +175,19 @@ impl Questions {
     }
 
     /// Drops a question that could not be asked.
-    pub fn forget(&self, question: u64) {
-        self.lock().remove(&question);
+    pub fn forget(&self, question: &str) {
+        self.lock().remove(question);
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Pending>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl Question {
-    /// Its number, for [`Questions::forget`].
-    pub fn id(&self) -> u64 {
-        self.id
+    /// Its id, for [`Questions::forget`].
+    pub fn id(&self) -> &str {
+        &self.id
     }
 }
 
@@ -178,4 +211,31 @@ pub fn decided(prompt: &str, decision: Option<Decision>, timeout: Duration) -> S
         ),
     };
     format!("{prompt}\n\n{outcome}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_button_from_before_a_restart_answers_nothing() {
+        let request = ConfirmRequest::new("chat-1", "reboot", "Reboot?").from_user("ann");
+        let before = Questions::default().ask(&request);
+        let now = Questions::default();
+        let question = now.ask(&request);
+        assert_eq!(
+            now.press(&before.yes, "ann", "chat-1"),
+            Err(Unanswered::Expired)
+        );
+        assert_eq!(
+            now.press("vote:1", "ann", "chat-1"),
+            Err(Unanswered::NotOurs)
+        );
+        // A press after the time-out is told so, not shown as a decision.
+        assert_eq!(now.wait(question, Duration::from_millis(1)).await, None);
+        let late = now.ask(&request);
+        let yes = late.yes.clone();
+        drop(late);
+        assert_eq!(now.press(&yes, "ann", "chat-1"), Err(Unanswered::Expired));
+    }
 }

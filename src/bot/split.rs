@@ -55,6 +55,31 @@ pub fn split_message(text: &str, limit: usize, length: Length) -> Vec<String> {
         .collect()
 }
 
+/// `text` cut to at most `limit` (measured as `length`), ending with `…`
+/// when cut: for what must fit one message, such as a confirmation prompt.
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::{clip, Length};
+/// assert_eq!(clip("Delete /var/log/syslog?", 12, Length::Chars), "Delete /var…");
+/// assert_eq!(clip("short", 12, Length::Chars), "short");
+/// ```
+pub fn clip(text: &str, limit: usize, length: Length) -> String {
+    if length.of(text) <= limit {
+        return text.to_owned();
+    }
+    let mut used = length.of_char('…');
+    let mut clipped: String = text
+        .chars()
+        .take_while(|&c| {
+            used += length.of_char(c);
+            used <= limit
+        })
+        .collect();
+    clipped.push('…');
+    clipped
+}
+
 /// One message of a split: a slice of the text, with the code fence it
 /// reopens and whether it closes one.
 struct Piece<'a> {
@@ -169,13 +194,24 @@ fn fence_after(mut open: Option<String>, piece: &str, starts_line: bool) -> Opti
         if i == 0 && !starts_line {
             continue;
         }
-        let trimmed = line.trim_start();
-        if trimmed.starts_with(FENCE) {
-            open = match open {
-                Some(_) => None,
-                None => Some(trimmed.trim_end().to_owned()),
-            };
-        }
+        let Some(info) = line.trim_start().strip_prefix(FENCE) else {
+            continue;
+        };
+        open = match open {
+            Some(_) => None,
+            // A backtick in the info string makes it inline code, not a fence.
+            None if info.contains('`') => None,
+            // Reopened with the language only, so the fence always fits.
+            None => Some(format!(
+                "{FENCE}{}",
+                info.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(16)
+                    .collect::<String>()
+            )),
+        };
     }
     open
 }
@@ -184,6 +220,18 @@ fn fence_after(mut open: Option<String>, piece: &str, starts_line: bool) -> Opti
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_fence_line_longer_than_the_limit_still_splits_within_it() {
+        let text = format!("```{}\n{}\n```", "json ".repeat(40), "x".repeat(200));
+        for piece in split_message(&text, 64, Length::Chars) {
+            assert!(piece.chars().count() <= 64, "{piece}");
+        }
+        let inline = format!("```{}```\n{}", "y".repeat(100), "z ".repeat(50));
+        for piece in split_message(&inline, 40, Length::Chars) {
+            assert!(piece.chars().count() <= 40, "{piece}");
+        }
+    }
 
     #[test]
     fn short_text_is_one_piece() {

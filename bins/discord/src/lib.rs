@@ -30,7 +30,7 @@ use twilight_model::application::interaction::application_command::{
     CommandDataOption, CommandOptionValue,
 };
 use twilight_model::application::interaction::{Interaction, InteractionData};
-use twilight_model::channel::message::{Component, MessageFlags};
+use twilight_model::channel::message::{AllowedMentions, Component, MessageFlags};
 use twilight_model::http::interaction::{
     InteractionResponse, InteractionResponseData, InteractionResponseType,
 };
@@ -74,7 +74,7 @@ struct Inner {
     refused: Mutex<HashSet<u64>>,
     /// Who the bot is, from READY.
     me: OnceLock<Me>,
-    /// The command menu, to turn a slash command back into text.
+    /// The command menu, published once READY gives the application id.
     commands: Mutex<Vec<CommandSpec>>,
     /// Interactions whose deferred response was filled in, and when they came.
     answered: Mutex<HashMap<String, Instant>>,
@@ -118,7 +118,7 @@ fn target(of: &str) -> Result<Target, ChannelError> {
             .parse::<u64>()
             .ok()
             .and_then(Id::new_checked)
-            .ok_or_else(|| other(format!("`{of}` names no application")))?;
+            .ok_or_else(|| other("an interaction target without an application id".into()))?;
         return Ok(Target::Interaction(application, token.to_owned()));
     }
     chat_of(of)
@@ -152,7 +152,10 @@ impl Discord {
     /// # Errors
     /// When `discord.api_url` or `discord.gateway_url` can't be used.
     pub fn new(settings: &DiscordConfig, token: &str) -> Result<Self, Error> {
+        // Nothing the bot posts pings anyone: a model or a tool writing
+        // `@everyone` or a role mention shows it as text.
         let mut http = Client::builder()
+            .default_allowed_mentions(AllowedMentions::default())
             .token(token.to_owned())
             .timeout(Duration::from_secs(15));
         let api = settings.api_url.trim_end_matches('/');
@@ -295,13 +298,14 @@ impl Inner {
             json!({"type": 1, "name": "help", "description": "List the commands"}),
         ];
         for spec in &specs {
-            let valid = (1..=32).contains(&spec.name.chars().count())
-                && spec
-                    .name
-                    .chars()
-                    .all(|c| c.is_lowercase() || c.is_numeric() || c == '_' || c == '-');
-            if !valid || names.contains(&spec.name) {
-                tracing::info!(tool = %spec.name, "tool left out of the Discord commands: names there are 1-32 lowercase letters, digits, - and _");
+            // A tool takes its arguments by their own names, so a name
+            // Discord can't carry leaves the tool out of the picker (it
+            // still works typed as `/name key=value`).
+            let unusable = std::iter::once(&spec.name)
+                .chain(spec.options.iter().map(|o| &o.name))
+                .find(|name| !discord_name(name));
+            if let Some(name) = unusable.or(names.contains(&spec.name).then_some(&spec.name)) {
+                tracing::info!(tool = %spec.name, %name, "tool left out of the Discord commands: names there are 1-32 lowercase letters, digits, - and _, and unique");
                 continue;
             }
             names.push(spec.name.clone());
@@ -318,7 +322,7 @@ impl Inner {
                     };
                     json!({
                         "type": kind,
-                        "name": option.name.to_lowercase(),
+                        "name": option.name,
                         "description": describe(&option.description, &option.name),
                         "required": option.required,
                     })
@@ -468,7 +472,9 @@ impl Inner {
         }
         let text = match text.trim() {
             // A bare mention: show what the bot can do.
-            "" => "/help".to_owned(),
+            "" if said.mentions_me => "/help".to_owned(),
+            // An attachment or a sticker alone: nothing to read.
+            "" => return,
             text => text.to_owned(),
         };
         tokio::spawn(handler(Incoming::new(
@@ -484,29 +490,29 @@ impl Inner {
             return;
         };
         let guild = interaction.guild_id.map(Id::get);
+        let channel = channel_of(&interaction);
+        // The turn a slash command starts, once Discord has its acknowledgement.
+        let mut turn = None;
         let response = match &interaction.data {
             Some(InteractionData::ApplicationCommand(command)) => {
                 if !self.admits(user, guild) {
                     tracing::warn!(user_id = user, guild_id = ?guild, "refused a slash command from a user or server not allowed");
                     ephemeral(REFUSAL)
-                } else if let Some(channel) = channel_of(&interaction) {
+                } else if let Some(channel) = channel {
                     let mut values = Vec::new();
                     flatten(&command.options, &mut values);
-                    let values = values.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-                    let spec = lock(&self.commands)
-                        .iter()
-                        .find(|spec| spec.name == command.name)
-                        .cloned();
-                    let text = match spec {
-                        Some(spec) => spec.slash_text(values),
-                        None => slash_text(&command.name, values),
-                    };
-                    let incoming = Incoming::new(channel.to_string(), user.to_string(), text)
-                        .reply_to(format!(
-                            "{INTERACTION}{}:{}",
-                            interaction.application_id, interaction.token
-                        ));
-                    tokio::spawn(handler(incoming));
+                    let text = slash_text(
+                        &command.name,
+                        values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                    );
+                    turn = Some(
+                        Incoming::new(channel.to_string(), user.to_string(), text).reply_to(
+                            format!(
+                                "{INTERACTION}{}:{}",
+                                interaction.application_id, interaction.token
+                            ),
+                        ),
+                    );
                     // "Thinking…" until the answer fills it in.
                     InteractionResponse {
                         kind: InteractionResponseType::DeferredChannelMessageWithSource,
@@ -517,11 +523,12 @@ impl Inner {
                 }
             }
             Some(InteractionData::MessageComponent(component)) => {
-                self.pressed(&component.custom_id, user)
+                self.pressed(&component.custom_id, user, channel)
             }
             _ => return,
         };
-        // Acknowledged at once: Discord allows three seconds.
+        // Acknowledged at once (Discord allows three seconds), and before the
+        // answer, which edits this response.
         let interactions = self.http.interaction(interaction.application_id);
         let acknowledged = self
             .call("interaction response", || {
@@ -530,16 +537,25 @@ impl Inner {
                     .into_future()
             })
             .await;
-        if let Err(error) = acknowledged {
-            tracing::warn!(error = %self.redact(&error), "could not answer an interaction");
+        match acknowledged {
+            Ok(_) => {
+                if let Some(turn) = turn {
+                    handler(turn).await;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(error = %self.redact(&error), "could not answer an interaction");
+            }
         }
     }
 
     /// A ✅ / ❌ press: answers the waiting confirmation if it is the
     /// asker's, and edits the question to show the decision.
-    fn pressed(&self, custom_id: &str, presser: u64) -> InteractionResponse {
+    fn pressed(&self, custom_id: &str, presser: u64, channel: Option<u64>) -> InteractionResponse {
         let answered = if self.allowed_users.contains(&presser) {
-            self.questions.press(custom_id, &presser.to_string())
+            let channel = channel.map(|c| c.to_string()).unwrap_or_default();
+            self.questions
+                .press(custom_id, &presser.to_string(), &channel)
         } else {
             Err(Unanswered::NotTheAsker)
         };
@@ -548,7 +564,7 @@ impl Inner {
                 kind: InteractionResponseType::UpdateMessage,
                 data: Some(InteractionResponseData {
                     content: Some(decided(
-                        &answered.prompt,
+                        &clip(&answered.prompt),
                         Some(answered.decision),
                         self.confirm_timeout,
                     )),
@@ -583,7 +599,7 @@ impl Inner {
             .call("create message", || {
                 self.http
                     .create_message(channel)
-                    .content(&request.prompt)
+                    .content(&clip(&request.prompt))
                     .components(&buttons)
                     .into_future()
             })
@@ -604,7 +620,7 @@ impl Inner {
         if decision.is_none() {
             // A press already showed its decision on the question; a
             // time-out is shown here, and the buttons go.
-            let shown = decided(&request.prompt, None, self.confirm_timeout);
+            let shown = decided(&clip(&request.prompt), None, self.confirm_timeout);
             let edited = match message.parse::<u64>().ok().and_then(Id::new_checked) {
                 Some(id) => self
                     .call("update message", || {
@@ -658,6 +674,14 @@ fn channel_of(interaction: &Interaction) -> Option<u64> {
         .map(Id::get)
 }
 
+/// Whether Discord accepts `name` for a command or option.
+fn discord_name(name: &str) -> bool {
+    (1..=32).contains(&name.chars().count())
+        && name
+            .chars()
+            .all(|c| c.is_lowercase() || c.is_numeric() || c == '_' || c == '-')
+}
+
 /// A short description Discord accepts: 1-100 characters.
 fn describe(description: &str, fallback: &str) -> String {
     let text = if description.trim().is_empty() {
@@ -666,6 +690,11 @@ fn describe(description: &str, fallback: &str) -> String {
         description
     };
     text.chars().take(100).collect()
+}
+
+/// A confirmation prompt short enough to post, with room for the decision.
+fn clip(prompt: &str) -> String {
+    ferrobot::bot::clip(prompt, MESSAGE_LIMIT - 64, Length::Chars)
 }
 
 /// A reply only the presser sees.
@@ -788,7 +817,10 @@ impl Channel for Discord {
                         let first = inner.me.set(me).is_ok();
                         tracing::info!(bot = %ready.user.name, "connected to Discord");
                         if first {
-                            inner.publish(me.application).await;
+                            // Off the gateway loop: heartbeats and other
+                            // events don't wait for the REST call.
+                            let inner = Arc::clone(&self.inner);
+                            tokio::spawn(async move { inner.publish(me.application).await });
                         }
                         inner.connected.send_replace(true);
                     }

@@ -282,6 +282,25 @@ impl Respond for Rest {
             }
             return response;
         }
+        // As Discord: an interaction's response can be edited only once the
+        // interaction has been acknowledged.
+        let path = request.url.path();
+        if let Some(token) = path
+            .strip_suffix("/messages/@original")
+            .and_then(|p| p.rsplit('/').next())
+        {
+            let acknowledged = state
+                .calls
+                .iter()
+                .any(|(_, p, _, ok)| *ok && p.ends_with(&format!("/{token}/callback")));
+            if !acknowledged {
+                state
+                    .calls
+                    .push((request.method.to_string(), path.into(), body, false));
+                return ResponseTemplate::new(404)
+                    .set_body_json(json!({"message": "Unknown Webhook", "code": 10015}));
+            }
+        }
         state.calls.push((
             request.method.to_string(),
             request.url.path().into(),
@@ -708,7 +727,10 @@ async fn slash_commands_are_registered_typed_and_answered_through_the_interactio
             |_| true,
         )
         .await;
-    assert_eq!(answer["content"], "5 lines with disk full");
+    assert_eq!(
+        answer["content"], "```\n5 lines with disk full\n```",
+        "tool output shown verbatim"
+    );
     assert!(
         recorded.requests().is_empty(),
         "the tool ran without the model"

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use ferrobot::bot::{
     Channel, ChannelError, CommandSpec, Handler, Incoming, Length, LoadedConfig, Questions,
-    TelegramConfig, Unanswered, chat_of, decided,
+    TelegramConfig, Unanswered, chat_of, clip, decided,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::StreamExt;
@@ -355,7 +355,14 @@ impl Inner {
         let presser = query.from.id.0;
         let answered = if self.is_allowed(presser) {
             let data = query.data.as_deref().unwrap_or_default();
-            self.questions.press(data, &presser.to_string()).map(drop)
+            let chat = query
+                .message
+                .as_ref()
+                .map(|m| m.chat().id.0.to_string())
+                .unwrap_or_default();
+            self.questions
+                .press(data, &presser.to_string(), &chat)
+                .map(drop)
         } else {
             Err(Unanswered::NotTheAsker)
         };
@@ -367,6 +374,8 @@ impl Inner {
             return Decision::Decline;
         };
         let question = self.questions.ask(&request);
+        // Short enough to post, with room for the decision.
+        let prompt = clip(&request.prompt, MESSAGE_LIMIT - 64, Length::Utf16);
         let buttons = InlineKeyboardMarkup::new([[
             InlineKeyboardButton::callback("✅ Yes", &question.yes),
             InlineKeyboardButton::callback("❌ No", &question.no),
@@ -374,7 +383,7 @@ impl Inner {
         let sent = self
             .call("sendMessage", || {
                 self.bot
-                    .send_message(chat, &request.prompt)
+                    .send_message(chat, &prompt)
                     .reply_markup(buttons.clone())
                     .send()
             })
@@ -389,7 +398,7 @@ impl Inner {
         };
         let decision = self.questions.wait(question, self.confirm_timeout).await;
         // The buttons go: the message now shows the decision.
-        let shown = decided(&request.prompt, decision, self.confirm_timeout);
+        let shown = decided(&prompt, decision, self.confirm_timeout);
         if let Err(error) = self.edit_text(chat, message, &shown, false).await {
             tracing::debug!(error = %self.redact(&error), "could not show the decision");
         }

@@ -7,7 +7,7 @@
 //! channel falls back to plain text.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use teloxide::utils::markdown::{escape, escape_code, escape_link_url};
+use teloxide::utils::markdown::{escape, escape_code};
 
 /// `markdown` as MarkdownV2.
 pub fn to_markdown_v2(markdown: &str) -> String {
@@ -29,7 +29,14 @@ struct Writer {
     in_code_block: bool,
     /// Targets of the open links, innermost last.
     links: Vec<String>,
+    /// How deep inside bold, italic and strikethrough the text is: a marker
+    /// is written only at the outermost level (`**bold**` inside a heading,
+    /// which is bold, must not close the heading's bold).
+    styles: [usize; 3],
 }
+
+/// The MarkdownV2 markers of bold, italic and strikethrough.
+const MARKERS: [&str; 3] = ["*", "_", "~"];
 
 impl Writer {
     fn event(&mut self, event: Event<'_>) {
@@ -59,7 +66,7 @@ impl Writer {
             Tag::Paragraph | Tag::Table(_) => self.block_break(),
             Tag::Heading { .. } => {
                 self.block_break();
-                self.write("*");
+                self.open(0);
             }
             Tag::BlockQuote(_) => {
                 self.block_break();
@@ -98,9 +105,9 @@ impl Writer {
                 };
                 self.write(&format!("{}{marker}", "  ".repeat(depth)));
             }
-            Tag::Emphasis => self.write("_"),
-            Tag::Strong => self.write("*"),
-            Tag::Strikethrough => self.write("~"),
+            Tag::Strong => self.open(0),
+            Tag::Emphasis => self.open(1),
+            Tag::Strikethrough => self.open(2),
             Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
                 self.write("[");
                 self.links.push(dest_url.into_string());
@@ -116,7 +123,7 @@ impl Writer {
     fn end(&mut self, tag: TagEnd) {
         match tag {
             TagEnd::Heading(level) => {
-                self.write("*");
+                self.close(0);
                 if level == HeadingLevel::H1 {
                     self.newline();
                 }
@@ -132,14 +139,31 @@ impl Writer {
             TagEnd::List(_) => {
                 self.lists.pop();
             }
-            TagEnd::Emphasis => self.write("_"),
-            TagEnd::Strong => self.write("*"),
-            TagEnd::Strikethrough => self.write("~"),
+            TagEnd::Strong => self.close(0),
+            TagEnd::Emphasis => self.close(1),
+            TagEnd::Strikethrough => self.close(2),
             TagEnd::Link | TagEnd::Image => {
                 let url = self.links.pop().unwrap_or_default();
-                self.write(&format!("]({})", escape_link_url(&url)));
+                // In a link target, `)` and `\` are escaped (teloxide's
+                // `escape_link_url` leaves the backslash).
+                let url = url.replace('\\', "\\\\").replace(')', "\\)");
+                self.write(&format!("]({url})"));
             }
             _ => {}
+        }
+    }
+
+    fn open(&mut self, style: usize) {
+        if self.styles[style] == 0 {
+            self.write(MARKERS[style]);
+        }
+        self.styles[style] += 1;
+    }
+
+    fn close(&mut self, style: usize) {
+        self.styles[style] = self.styles[style].saturating_sub(1);
+        if self.styles[style] == 0 {
+            self.write(MARKERS[style]);
         }
     }
 
@@ -191,6 +215,24 @@ mod tests {
         assert_eq!(
             to_markdown_v2("**Disk** is _fine_, see `df -h` or [the docs](https://x.org/a_(b))."),
             r"*Disk* is _fine_, see `df -h` or [the docs](https://x.org/a_(b\))\."
+        );
+    }
+
+    #[test]
+    fn a_style_inside_the_same_style_is_written_once() {
+        assert_eq!(to_markdown_v2("## **Disk report**"), "*Disk report*");
+        assert_eq!(to_markdown_v2("*a _b_ c*"), "_a b c_");
+    }
+
+    #[test]
+    fn link_targets_escape_backslashes_and_parentheses() {
+        assert_eq!(
+            to_markdown_v2(r"[x](https://a.org/b\\c)"),
+            r"[x](https://a.org/b\\c)"
+        );
+        assert_eq!(
+            to_markdown_v2("[x](<https://a.org/(b)>)"),
+            r"[x](https://a.org/(b\))"
         );
     }
 

@@ -137,10 +137,16 @@ impl FakeBotApi {
         }}));
     }
 
-    fn press(&self, user: u64, data: &str) {
+    /// A press of a button on the bot's message in `chat`.
+    fn press(&self, user: u64, chat: i64, data: &str) {
         self.push(json!({"callback_query": {
             "id": format!("press-{user}-{data}"), "chat_instance": "1", "data": data,
             "from": {"id": user, "is_bot": false, "first_name": "Someone"},
+            "message": {
+                "message_id": 1, "date": 1700000000, "text": "Reboot this machine?",
+                "chat": {"id": chat, "type": "private", "first_name": "Ann"},
+                "from": {"id": 42, "is_bot": true, "first_name": "ferrobot"},
+            },
         }}));
     }
 
@@ -363,7 +369,7 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
     assert_eq!(buttons[1]["text"], "❌ No");
     let yes = buttons[0]["callback_data"].as_str().unwrap().to_owned();
     // Bob is allowed to use the bot, but it isn't his question.
-    api.press(BOB, &yes);
+    api.press(BOB, ANN as i64, &yes);
     let refused = api
         .wait_for("AnswerCallbackQuery", |c| {
             c["callback_query_id"] == format!("press-{BOB}-{yes}")
@@ -379,7 +385,7 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
         0,
         "not run before the asker's yes"
     );
-    api.press(ANN, &yes);
+    api.press(ANN, ANN as i64, &yes);
     api.wait_for("EditMessageText", |c| {
         c["text"] == "Reboot this machine?\n\n✅ Approved"
     })
@@ -501,7 +507,7 @@ async fn markdown_telegram_rejects_is_sent_again_as_plain_text() {
     api.fail("SendMessage", true, 400, refusal.clone());
     api.text(ANN, ANN as i64, "/ping");
     let plain = api
-        .wait_for("SendMessage", |c| c["text"] == "pong *unbalanced")
+        .wait_for("SendMessage", |c| c["text"] == "```\npong *unbalanced\n```")
         .await;
     assert!(plain.get("parse_mode").is_none());
     // …and a streamed one is edited, in plain text.
