@@ -18,6 +18,8 @@ const TYPING_EVERY: Duration = Duration::from_secs(4);
 
 const FRESH: &str = "Started a fresh conversation. The earlier one is kept in the history.";
 const NOTHING: &str = "(no output)";
+/// How long drafts wait after the platform refused one.
+const DRAFT_PAUSE: Duration = Duration::from_secs(5);
 const CUT_SHORT: &str = "The answer was cut short by an internal error; please ask again.";
 
 /// The chat a conversation belongs to: `/new` gives a chat conversations
@@ -234,10 +236,13 @@ impl<'a> LiveReply<'a> {
 
     async fn flush(&mut self) {
         let text = std::mem::take(&mut self.text);
-        self.show(&text, false).await;
+        let shown = self.show(&text, false).await;
         self.text = text;
         self.dirty = false;
-        self.last_shown = Some(Instant::now());
+        // A draft the platform refused (flood control, most likely) is
+        // tried again later, not at once; the finished reply comes anyway.
+        let pause = if shown { Duration::ZERO } else { DRAFT_PAUSE };
+        self.last_shown = Some(Instant::now() + pause);
     }
 
     /// Shows the finished text: the turn's reply when given (what a slash
@@ -262,7 +267,8 @@ impl<'a> LiveReply<'a> {
         self.last_shown = None;
     }
 
-    async fn show(&mut self, text: &str, done: bool) {
+    /// Posts or edits what changed; false when the platform refused any of it.
+    async fn show(&mut self, text: &str, done: bool) -> bool {
         let (limit, length) = self.channel.limit();
         for (i, piece) in split_message(text, limit, length).into_iter().enumerate() {
             let Some((id, shown)) = self.sent.get_mut(i) else {
@@ -275,7 +281,7 @@ impl<'a> LiveReply<'a> {
                         // A draft is posted again at the next flush; a
                         // finished reply has been retried by the channel.
                         tracing::warn!(chat = %self.chat, error = %crate::error::chain(&error), "could not post a reply");
-                        return;
+                        return false;
                     }
                 }
                 continue;
@@ -298,8 +304,10 @@ impl<'a> LiveReply<'a> {
                 }
                 Err(error) => {
                     tracing::debug!(chat = %self.chat, error = %crate::error::chain(&error), "could not update a draft");
+                    return false;
                 }
             }
         }
+        true
     }
 }

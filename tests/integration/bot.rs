@@ -144,7 +144,8 @@ async fn a_channel_gets_replies_confirmations_errors_and_later_messages() {
     let mut expected = vec![
         ("chat-1".to_owned(), "Rebooting soon.".to_owned()),
         ("chat-1".to_owned(), "Rebooting now.".to_owned()),
-        ("chat-2".to_owned(), "pong".to_owned()),
+        // A slash command's tool output, shown verbatim.
+        ("chat-2".to_owned(), "```\npong\n```".to_owned()),
         (
             "chat-1".to_owned(),
             "LLM unavailable: server answered 503: loading — slash commands still work".to_owned(),

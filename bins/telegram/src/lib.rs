@@ -483,10 +483,12 @@ impl Channel for Telegram {
     ) -> BoxFuture<'a, Result<String, ChannelError>> {
         Box::pin(async move {
             let chat = chat_id(conversation)?;
+            // A draft is tried once: the next one follows soon, and waiting
+            // out flood control here would stall the reply.
             let sent = if done {
                 self.inner.send_formatted(chat, text).await
             } else {
-                self.inner.send_plain(chat, text).await
+                self.inner.bot.send_message(chat, text).await.map(|m| m.id)
             };
             sent.map(|id| id.0.to_string())
                 .map_err(|e| self.inner.channel_error(&e))
@@ -509,10 +511,16 @@ impl Channel for Telegram {
                     message: format!("`{message}` is not a Telegram message id"),
                     source: None,
                 })?;
-            self.inner
-                .edit_text(chat, message, text, done)
-                .await
-                .map_err(|e| self.inner.channel_error(&e))
+            let edited = if done {
+                self.inner.edit_text(chat, message, text, true).await
+            } else {
+                // A draft is tried once (see `post`).
+                match self.inner.bot.edit_message_text(chat, message, text).await {
+                    Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+                    Err(error) => Err(error),
+                }
+            };
+            edited.map_err(|e| self.inner.channel_error(&e))
         })
     }
 
