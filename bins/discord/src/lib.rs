@@ -97,6 +97,7 @@ impl std::fmt::Debug for Discord {
 }
 
 pub use ferrobot_bin::Error;
+use ferrobot_bin::Retry;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -237,29 +238,18 @@ impl Inner {
         F: Fn() -> Fut,
         Fut: Future<Output = Result<Response<T>, twilight_http::Error>>,
     {
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let error = match request().await {
-                Ok(response) => return Ok(response),
-                Err(error) => error,
-            };
-            let wait = match error.kind() {
-                ErrorType::Response {
-                    error: ApiError::Ratelimited(limited),
-                    ..
-                } if attempt <= 5 => Duration::from_secs_f64(limited.retry_after.clamp(0.0, 60.0)),
-                ErrorType::Response { status, .. } if status.is_server_error() && attempt <= 3 => {
-                    Duration::from_millis(500 << attempt)
-                }
-                ErrorType::RequestError | ErrorType::RequestTimedOut if attempt <= 3 => {
-                    Duration::from_millis(500 << attempt)
-                }
-                _ => return Err(error),
-            };
-            tracing::warn!(%what, error = %self.redact(&error), retry_in_ms = wait.as_millis() as u64, "Discord request failed; retrying");
-            tokio::time::sleep(wait).await;
-        }
+        let classify = |error: &twilight_http::Error| match error.kind() {
+            ErrorType::Response {
+                error: ApiError::Ratelimited(limited),
+                ..
+            } => Retry::After(Duration::from_secs_f64(
+                limited.retry_after.clamp(0.0, 60.0),
+            )),
+            ErrorType::Response { status, .. } if status.is_server_error() => Retry::Backoff,
+            ErrorType::RequestError | ErrorType::RequestTimedOut => Retry::Backoff,
+            _ => Retry::No,
+        };
+        ferrobot_bin::retry("Discord", what, request, classify, |e| self.redact(e)).await
     }
 
     /// The `id` of the object a response carries (read loosely, so a

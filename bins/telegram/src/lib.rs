@@ -72,6 +72,7 @@ impl std::fmt::Debug for Telegram {
 }
 
 pub use ferrobot_bin::Error;
+use ferrobot_bin::Retry;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -133,29 +134,16 @@ impl Inner {
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, RequestError>>,
     {
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let error = match request().await {
-                Ok(value) => return Ok(value),
-                Err(error) => error,
-            };
-            let wait = match &error {
-                RequestError::RetryAfter(seconds) if attempt <= 5 => seconds.duration(),
-                // Server errors arrive as unknown API errors or as a body
-                // that isn't the Bot API's JSON (a proxy's error page).
-                RequestError::Network(_)
-                | RequestError::InvalidJson { .. }
-                | RequestError::Api(ApiError::Unknown(_))
-                    if attempt <= 3 =>
-                {
-                    Duration::from_millis(500 << attempt)
-                }
-                _ => return Err(error),
-            };
-            tracing::warn!(%what, error = %self.redact(&error), retry_in_ms = wait.as_millis() as u64, "Telegram request failed; retrying");
-            tokio::time::sleep(wait).await;
-        }
+        let classify = |error: &RequestError| match error {
+            RequestError::RetryAfter(seconds) => Retry::After(seconds.duration()),
+            // Server errors arrive as unknown API errors or as a body that
+            // isn't the Bot API's JSON (a proxy's error page).
+            RequestError::Network(_)
+            | RequestError::InvalidJson { .. }
+            | RequestError::Api(ApiError::Unknown(_)) => Retry::Backoff,
+            _ => Retry::No,
+        };
+        ferrobot_bin::retry("Telegram", what, request, classify, |e| self.redact(e)).await
     }
 
     fn is_allowed(&self, user: u64) -> bool {
