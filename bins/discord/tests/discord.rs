@@ -14,19 +14,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrobot::Agent;
-use ferrobot::bot::{Channel, ChannelConfirm, ChannelNotifier, Config, ConfigSource, serve};
-use ferrobot::provider::{OpenAiCompatible, Provider};
+use ferrobot::bot::{Channel, Config, ConfigSource, serve};
+use ferrobot::provider::OpenAiCompatible;
 use ferrobot::testing::{MockProvider, MockTurn, OpenAiStream};
-use ferrobot::tool::{IntoTool as _, Tool, from_fn};
+use ferrobot::tool::{IntoTool as _, from_fn};
 use ferrobot_discord::Discord;
+use ferrobot_testkit::{Home, agent, corpus, llm, read};
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_websockets::{CloseCode, Message as Frame, ServerBuilder};
-use wiremock::matchers::{method, path, path_regex};
+use wiremock::matchers::path_regex;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 const TOKEN: &str = "MTA5.TEST.discord-token_secret";
+const BIN: &str = env!("CARGO_BIN_EXE_ferrobot-discord");
 const APP: &str = "910254320740610069";
 const BOT: &str = "714902836760019017";
 const ANN: u64 = 111_111_111_111;
@@ -406,19 +408,6 @@ fn settings(rest: &MockServer, gateway: &Gateway, allowed: &[u64]) -> ferrobot::
     settings
 }
 
-fn agent(
-    provider: impl Provider + 'static,
-    channel: &Arc<dyn Channel>,
-    tools: Vec<Arc<dyn Tool>>,
-) -> Agent {
-    Agent::builder()
-        .provider(provider)
-        .tools(tools)
-        .confirm(ChannelConfirm(Arc::clone(channel)))
-        .notifier(ChannelNotifier(Arc::clone(channel)))
-        .build()
-}
-
 /// Starts the bot on fresh fakes; returns them once READY is through.
 async fn start(
     allowed: &[u64],
@@ -439,24 +428,6 @@ async fn start(
 
 fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-async fn llm(answers: Vec<String>) -> MockServer {
-    let server = MockServer::start().await;
-    let answers = Mutex::new(VecDeque::from(answers));
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(move |_: &Request| {
-            let body = answers
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or_else(|| OpenAiStream::new().text("(no more answers)").into_sse());
-            ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
-        })
-        .mount(&server)
-        .await;
-    server
 }
 
 fn messages_to(channel: &str) -> String {
@@ -838,28 +809,15 @@ async fn rate_limits_are_waited_out_and_the_reply_still_arrives() {
     assert_eq!(rest.attempts(&messages_to(DM)), [false, true]);
 }
 
-fn corpus() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/08_discord_gateway");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("NOTICE: {} is absent; skipping the replay", dir.display());
-        None
-    }
-}
-
-fn read(path: &std::path::Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 /// Every recorded dispatch (guild messages with and without a mention, a
 /// 2017 DM without a gateway envelope, slash commands with options and
 /// subcommands, a button press for another bot) is answered or left alone
 /// as Discord's rules and the allow-list require.
 #[tokio::test]
 async fn recorded_dispatches_are_answered_or_left_alone_as_their_kind_requires() {
-    let Some(dir) = corpus() else { return };
+    let Some(dir) = corpus("08_discord_gateway") else {
+        return;
+    };
     let mut recordings: Vec<(String, String, Value, Value)> = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let entry = entry.unwrap().path();
@@ -971,59 +929,25 @@ async fn recorded_dispatches_are_answered_or_left_alone_as_their_kind_requires()
     }
 }
 
-/// A scratch home for the binary: config, data and working directories.
-struct Home(std::path::PathBuf);
-
-impl Home {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("ferrobot-discord-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    /// The binary, configured from the environment alone.
-    fn bot(&self, env: &[(&str, String)]) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrobot-discord"));
-        command
-            .current_dir(&self.0)
-            .env("HOME", &self.0)
-            .env("XDG_CONFIG_HOME", self.0.join("config"))
-            .env("XDG_DATA_HOME", self.0.join("data"))
-            .env("FERROBOT_LOG", "info")
-            .env_remove("FERROBOT_LLM__BASE_URL")
-            .env_remove("FERROBOT_LLM__MODEL")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        command
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[tokio::test]
 async fn the_binary_runs_from_the_environment_alone() {
     let gateway = Gateway::start().await;
     let (rest, server) = Rest::start().await;
     let model = llm(vec![OpenAiStream::new().text("All good.").into_sse()]).await;
-    let home = Home::new("env");
+    let home = Home::new("discord-env");
     let mut bot = home
-        .bot(&[
-            ("FERROBOT_DISCORD__TOKEN", TOKEN.into()),
-            ("FERROBOT_DISCORD__API_URL", server.uri()),
-            ("FERROBOT_DISCORD__GATEWAY_URL", gateway.url.clone()),
-            ("FERROBOT_DISCORD__ALLOWED_USER_IDS", format!("[{ANN}]")),
-            ("FERROBOT_DISCORD__EDIT_INTERVAL_MS", "50".into()),
-            ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
-            ("FERROBOT_LLM__MODEL", "test-model".into()),
-        ])
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_DISCORD__TOKEN", TOKEN.into()),
+                ("FERROBOT_DISCORD__API_URL", server.uri()),
+                ("FERROBOT_DISCORD__GATEWAY_URL", gateway.url.clone()),
+                ("FERROBOT_DISCORD__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_DISCORD__EDIT_INTERVAL_MS", "50".into()),
+                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+                ("FERROBOT_LLM__MODEL", "test-model".into()),
+            ],
+        )
         .spawn()
         .unwrap();
     // Once connected, the start-up report goes to a DM with the first allowed user.
@@ -1065,15 +989,18 @@ async fn the_binary_runs_from_the_environment_alone() {
 async fn a_refused_token_stops_the_bot_with_a_clear_message() {
     let gateway = Gateway::start().await;
     let (_rest, server) = Rest::start().await;
-    let home = Home::new("refused");
+    let home = Home::new("discord-refused");
     let output = home
-        .bot(&[
-            ("FERROBOT_DISCORD__TOKEN", "not-the-token".into()),
-            ("FERROBOT_DISCORD__API_URL", server.uri()),
-            ("FERROBOT_DISCORD__GATEWAY_URL", gateway.url.clone()),
-            ("FERROBOT_DISCORD__ALLOWED_USER_IDS", format!("[{ANN}]")),
-            ("FERROBOT_DISCORD__STARTUP_NOTICE", "false".into()),
-        ])
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_DISCORD__TOKEN", "not-the-token".into()),
+                ("FERROBOT_DISCORD__API_URL", server.uri()),
+                ("FERROBOT_DISCORD__GATEWAY_URL", gateway.url.clone()),
+                ("FERROBOT_DISCORD__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_DISCORD__STARTUP_NOTICE", "false".into()),
+            ],
+        )
         .output();
     let output = tokio::time::timeout(Duration::from_secs(30), output)
         .await
@@ -1087,8 +1014,8 @@ async fn a_refused_token_stops_the_bot_with_a_clear_message() {
 
 #[tokio::test]
 async fn without_a_token_the_bot_says_where_to_put_one() {
-    let home = Home::new("no-token");
-    let output = home.bot(&[]).output().await.unwrap();
+    let home = Home::new("discord-no-token");
+    let output = home.command(BIN, &[]).output().await.unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{log}");
     assert!(log.contains("FERROBOT_DISCORD__TOKEN"), "{log}");

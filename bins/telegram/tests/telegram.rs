@@ -6,22 +6,22 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrobot::bot::{Channel, ChannelConfirm, ChannelNotifier, Config, ConfigSource, serve};
-use ferrobot::provider::{OpenAiCompatible, Provider};
+use ferrobot::bot::{Channel, Config, ConfigSource, serve};
 use ferrobot::testing::{MockProvider, MockTurn, OpenAiStream};
-use ferrobot::tool::{IntoTool as _, Tool, from_fn};
+use ferrobot::tool::{IntoTool as _, from_fn};
 use ferrobot::{Agent, ToolContext};
 use ferrobot_telegram::Telegram;
+use ferrobot_testkit::{Home, agent, corpus, llm, openai, read, text_answer};
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path, path_regex};
+use wiremock::matchers::path_regex;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 const TOKEN: &str = "123456:TEST-token_secret";
+const BIN: &str = env!("CARGO_BIN_EXE_ferrobot-telegram");
 const ANN: u64 = 111;
 const BOB: u64 = 222;
 const STRANGER: u64 = 999;
@@ -217,47 +217,6 @@ fn start(
     tokio::spawn(async move {
         serve(agent, channel).await.unwrap();
     })
-}
-
-fn agent(
-    provider: impl Provider + 'static,
-    channel: &Arc<dyn Channel>,
-    tools: Vec<Arc<dyn Tool>>,
-) -> Agent {
-    Agent::builder()
-        .provider(provider)
-        .tools(tools)
-        .confirm(ChannelConfirm(Arc::clone(channel)))
-        .notifier(ChannelNotifier(Arc::clone(channel)))
-        .build()
-}
-
-/// An OpenAI-compatible endpoint answering each chat request with the next
-/// of `answers` (SSE bodies).
-async fn llm(answers: Vec<String>) -> MockServer {
-    let server = MockServer::start().await;
-    let answers = Mutex::new(VecDeque::from(answers));
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(move |_: &Request| {
-            let body = answers
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or_else(|| OpenAiStream::new().text("(no more answers)").into_sse());
-            ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
-        })
-        .mount(&server)
-        .await;
-    server
-}
-
-fn openai(server: &MockServer) -> OpenAiCompatible {
-    OpenAiCompatible::new(format!("{}/v1", server.uri())).model("test-model")
-}
-
-fn text_answer(text: &str) -> String {
-    OpenAiStream::new().text(text).into_sse()
 }
 
 #[tokio::test]
@@ -618,27 +577,14 @@ async fn flood_control_is_waited_out_and_the_reply_still_arrives() {
     assert_eq!(attempts, [false, true], "the refused call, then the retry");
 }
 
-fn corpus() -> Option<PathBuf> {
-    let dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/07_telegram_updates");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("NOTICE: {} is absent; skipping the replay", dir.display());
-        None
-    }
-}
-
-fn read(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 /// Every recorded update (messages in private chats and supergroups, a
 /// 2017 payload without `is_bot`, service messages, button presses for
 /// other bots) is answered or left alone as its kind requires.
 #[tokio::test]
 async fn recorded_updates_are_answered_or_left_alone_as_their_kind_requires() {
-    let Some(dir) = corpus() else { return };
+    let Some(dir) = corpus("07_telegram_updates") else {
+        return;
+    };
     let mut recordings: Vec<(String, Vec<Value>, Vec<Value>)> = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let entry = entry.unwrap().path();
@@ -730,57 +676,23 @@ fn api_len_after(call: &Value, api: &FakeBotApi, before: usize) -> bool {
     api.calls("SendMessage")[before..].contains(call)
 }
 
-/// A scratch home for the binary: config, data and working directories.
-struct Home(PathBuf);
-
-impl Home {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("ferrobot-telegram-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    /// The binary, configured from the environment alone.
-    fn bot(&self, env: &[(&str, String)]) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrobot-telegram"));
-        command
-            .current_dir(&self.0)
-            .env("HOME", &self.0)
-            .env("XDG_CONFIG_HOME", self.0.join("config"))
-            .env("XDG_DATA_HOME", self.0.join("data"))
-            .env("FERROBOT_LOG", "info")
-            .env_remove("FERROBOT_LLM__BASE_URL")
-            .env_remove("FERROBOT_LLM__MODEL")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        command
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[tokio::test]
 async fn the_binary_runs_from_the_environment_alone() {
     let (api, server) = FakeBotApi::start().await;
     let model = llm(vec![text_answer("All good.")]).await;
-    let home = Home::new("env");
+    let home = Home::new("telegram-env");
     let mut bot = home
-        .bot(&[
-            ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
-            ("FERROBOT_TELEGRAM__API_URL", server.uri()),
-            ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
-            ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
-            ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
-            ("FERROBOT_LLM__MODEL", "test-model".into()),
-        ])
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
+                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+                ("FERROBOT_LLM__MODEL", "test-model".into()),
+            ],
+        )
         .spawn()
         .unwrap();
     // Once connected, the start-up report goes to the first allowed user.
@@ -827,14 +739,17 @@ async fn a_revoked_token_stops_the_bot_with_a_clear_message() {
         )
         .mount(&server)
         .await;
-    let home = Home::new("revoked");
+    let home = Home::new("telegram-revoked");
     let output = home
-        .bot(&[
-            ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
-            ("FERROBOT_TELEGRAM__API_URL", server.uri()),
-            ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
-            ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
-        ])
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+            ],
+        )
         .output()
         .await
         .unwrap();
@@ -846,8 +761,8 @@ async fn a_revoked_token_stops_the_bot_with_a_clear_message() {
 
 #[tokio::test]
 async fn without_a_token_the_bot_says_where_to_put_one() {
-    let home = Home::new("no-token");
-    let output = home.bot(&[]).output().await.unwrap();
+    let home = Home::new("telegram-no-token");
+    let output = home.command(BIN, &[]).output().await.unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{log}");
     assert!(log.contains("FERROBOT_TELEGRAM__TOKEN"), "{log}");
@@ -856,12 +771,15 @@ async fn without_a_token_the_bot_says_where_to_put_one() {
 #[tokio::test]
 async fn with_nobody_allowed_the_bot_refuses_everyone_and_says_so() {
     let (api, server) = FakeBotApi::start().await;
-    let home = Home::new("nobody");
+    let home = Home::new("telegram-nobody");
     let mut bot = home
-        .bot(&[
-            ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
-            ("FERROBOT_TELEGRAM__API_URL", server.uri()),
-        ])
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+            ],
+        )
         .spawn()
         .unwrap();
     api.wait_for("SetMyCommands", |_| true).await;
