@@ -314,9 +314,7 @@ impl SseDecoder for Decoder {
         data: &str,
         out: &mut Events,
     ) -> Result<(), ProviderError> {
-        let event: Value = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
-            message: format!("{e} in event `{data}`"),
-        })?;
+        let event: Value = sse::json(data)?;
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
         match event["type"].as_str().unwrap_or_default() {
             "message_start" => self.usage_from(&event["message"]["usage"]),

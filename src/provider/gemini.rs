@@ -293,9 +293,7 @@ impl SseDecoder for Decoder {
         data: &str,
         out: &mut Events,
     ) -> Result<(), ProviderError> {
-        let chunk: Value = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
-            message: format!("{e} in event `{data}`"),
-        })?;
+        let chunk: Value = sse::json(data)?;
         if let Some(error) = chunk.get("error") {
             return Err(ProviderError::Stream {
                 message: error["message"]

@@ -254,9 +254,7 @@ impl SseDecoder for Decoder {
         data: &str,
         out: &mut Events,
     ) -> Result<(), ProviderError> {
-        let event: Value = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
-            message: format!("{e} in event `{data}`"),
-        })?;
+        let event: Value = sse::json(data)?;
         let output = event["output_index"].as_u64().unwrap_or(0);
         let text = || event["delta"].as_str().unwrap_or_default().to_owned();
         match event["type"].as_str().unwrap_or_default() {

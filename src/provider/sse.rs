@@ -29,6 +29,15 @@ pub(crate) trait SseDecoder {
     fn end(&mut self, out: &mut Events) -> Result<(), ProviderError>;
 }
 
+/// An event's data as JSON, for dialects that read it untyped; a decode
+/// error names the event.
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
+pub(crate) fn json(data: &str) -> Result<serde_json::Value, ProviderError> {
+    serde_json::from_str(data).map_err(|e| ProviderError::Decode {
+        message: format!("{e} in event `{data}`"),
+    })
+}
+
 /// The events of a streamed response. Lines are parsed by `sseer`'s
 /// zero-copy line parser over our own buffer, then each event's `data` is
 /// decoded once into typed structs. (`sseer`'s whole-stream adapter was
