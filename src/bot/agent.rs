@@ -4,6 +4,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio_util::task::AbortOnDropHandle;
+
 use super::{Channel, ChannelConfirm, ChannelError, ChannelNotifier, LoadedConfig, ToolState};
 use crate::agent::Agent;
 use crate::confirm::ConfirmHandler;
@@ -83,11 +85,12 @@ impl LoadedConfig {
                 message: source.to_string(),
                 source: Some(source),
             })?;
-        let _state = AbortOnDrop(ToolState::watch(self.tool_state_path(), &agent));
-        let _tools = AbortOnDrop(super::watch_tools_file(self.tools_file_path(), &agent));
+        let _state = AbortOnDropHandle::new(ToolState::watch(self.tool_state_path(), &agent));
+        let _tools =
+            AbortOnDropHandle::new(super::watch_tools_file(self.tools_file_path(), &agent));
         let _notice = notice_to.map(|notice_to| {
             let channel = Arc::clone(&channel);
-            AbortOnDrop(tokio::spawn(async move {
+            AbortOnDropHandle::new(tokio::spawn(async move {
                 let Some(to) = notice_to.await else { return };
                 let report = crate::tools::system_report().await;
                 let text = format!("ferrobot is online.\n\n{report}");
@@ -97,14 +100,5 @@ impl LoadedConfig {
             }))
         });
         super::serve(agent, channel).await
-    }
-}
-
-/// A background task that ends with its owner.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
