@@ -102,6 +102,14 @@ where
     }
 }
 
+/// A mutex's contents, even after a panic while it was held: the bots keep
+/// only sets and maps there, which a panic can't leave half-written.
+pub fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// What to do after a platform API call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retry {

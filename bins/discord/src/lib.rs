@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferrobot::bot::{
@@ -74,8 +74,6 @@ struct Inner {
     refused: Mutex<HashSet<u64>>,
     /// Who the bot is, from READY.
     me: OnceLock<Me>,
-    /// The command menu, published once READY gives the application id.
-    commands: Mutex<Vec<CommandSpec>>,
     /// Interactions whose deferred response was filled in, and when they came.
     answered: Mutex<HashMap<String, Instant>>,
     connected: watch::Sender<bool>,
@@ -97,11 +95,7 @@ impl std::fmt::Debug for Discord {
 }
 
 pub use ferrobot_bin::Error;
-use ferrobot_bin::Retry;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use ferrobot_bin::{Retry, lock};
 
 /// Where a reply goes: a channel (or DM), or a slash command's interaction.
 enum Target {
@@ -185,7 +179,6 @@ impl Discord {
                 questions: Questions::default(),
                 refused: Mutex::default(),
                 me: OnceLock::new(),
-                commands: Mutex::default(),
                 answered: Mutex::default(),
                 connected: watch::Sender::new(false),
             }),
@@ -280,8 +273,7 @@ impl Inner {
 
     /// The slash-command menu: `/new`, `/help`, then the tools Discord can
     /// name, with typed options.
-    async fn publish(&self, application: Id<ApplicationMarker>) {
-        let specs = lock(&self.commands).clone();
+    async fn publish(&self, application: Id<ApplicationMarker>, specs: Vec<CommandSpec>) {
         let mut names = vec!["new".to_owned(), "help".to_owned()];
         let mut menu = vec![
             json!({"type": 1, "name": "new", "description": "Start a fresh conversation"}),
@@ -781,7 +773,8 @@ impl Channel for Discord {
     ) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             let inner = &self.inner;
-            *lock(&inner.commands) = commands;
+            // Published once the first READY gives the application id.
+            let mut menu = Some(commands);
             if inner.allowed_users.is_empty() {
                 tracing::warn!(
                     "discord.allowed_user_ids is empty, so everyone is refused: add your Discord user id (the bot logs yours when you write to it)"
@@ -804,13 +797,13 @@ impl Channel for Discord {
                             user: ready.user.id,
                             application: ready.application.id,
                         };
-                        let first = inner.me.set(me).is_ok();
+                        let _ = inner.me.set(me);
                         tracing::info!(bot = %ready.user.name, "connected to Discord");
-                        if first {
+                        if let Some(menu) = menu.take() {
                             // Off the gateway loop: heartbeats and other
                             // events don't wait for the REST call.
                             let inner = Arc::clone(&self.inner);
-                            tokio::spawn(async move { inner.publish(me.application).await });
+                            tokio::spawn(async move { inner.publish(me.application, menu).await });
                         }
                         inner.connected.send_replace(true);
                     }

@@ -9,7 +9,7 @@ pub mod markdown;
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrobot::bot::{
@@ -72,11 +72,7 @@ impl std::fmt::Debug for Telegram {
 }
 
 pub use ferrobot_bin::Error;
-use ferrobot_bin::Retry;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use ferrobot_bin::{Retry, lock};
 
 impl Telegram {
     /// A channel for the bot with `token`, as `settings` describe.
