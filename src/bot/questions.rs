@@ -200,17 +200,23 @@ impl Question {
 /// use std::time::Duration;
 /// use ferrobot::bot::decided;
 /// assert_eq!(decided("Reboot?", None, Duration::from_secs(300)), "Reboot?\n\n⌛ No answer within 5 min: declined");
+/// assert_eq!(decided("Reboot?", None, Duration::from_secs(90)), "Reboot?\n\n⌛ No answer within 90 s: declined");
 /// ```
 pub fn decided(prompt: &str, decision: Option<Decision>, timeout: Duration) -> String {
     let outcome = match decision {
         Some(Decision::Approve) => "✅ Approved".to_owned(),
         Some(Decision::Decline) => "❌ Declined".to_owned(),
-        None => format!(
-            "⌛ No answer within {} min: declined",
-            timeout.as_secs().div_ceil(60)
-        ),
+        None => format!("⌛ No answer within {}: declined", spoken(timeout)),
     };
     format!("{prompt}\n\n{outcome}")
+}
+
+/// A time-out as people say it: "5 min", or "90 s" when not whole minutes.
+fn spoken(timeout: Duration) -> String {
+    match timeout.as_secs() {
+        secs if secs >= 60 && secs % 60 == 0 => format!("{} min", secs / 60),
+        secs => format!("{secs} s"),
+    }
 }
 
 #[cfg(test)]

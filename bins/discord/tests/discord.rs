@@ -1046,7 +1046,7 @@ async fn a_question_nobody_answers_is_declined_after_the_time_out() {
     gateway.message(ANN, DM, None, "reboot", false);
     let shown = rest
         .wait_for("PATCH", |b| {
-            b["content"] == "Reboot this machine?\n\n⌛ No answer within 1 min: declined"
+            b["content"] == "Reboot this machine?\n\n⌛ No answer within 1 s: declined"
         })
         .await;
     assert_eq!(shown["components"], json!([]), "the buttons go");

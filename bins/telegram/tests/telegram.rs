@@ -180,6 +180,43 @@ impl FakeBotApi {
             .collect()
     }
 
+    /// How many calls were made so far, to look only at later ones.
+    fn mark(&self) -> usize {
+        self.0.lock().unwrap().calls.len()
+    }
+
+    /// Finished replies (whole sends and last edits of a streamed draft,
+    /// both in MarkdownV2) among the calls after the first `after`: where a
+    /// reply lands depends on whether a draft was shown before the model
+    /// finished, which is a matter of timing.
+    fn replies(&self, after: usize) -> Vec<(Value, bool)> {
+        self.0.lock().unwrap().calls[after..]
+            .iter()
+            .filter(|(m, body, _)| {
+                matches!(m.as_str(), "sendmessage" | "editmessagetext")
+                    && body["parse_mode"] == "MarkdownV2"
+            })
+            .map(|(_, body, ok)| (body.clone(), *ok))
+            .collect()
+    }
+
+    /// Waits (up to 10 s) for a finished reply after the first `after`
+    /// calls that satisfies `wanted`.
+    async fn wait_for_reply(&self, after: usize, wanted: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..500 {
+            if let Some((call, _)) = self
+                .replies(after)
+                .into_iter()
+                .find(|(c, ok)| *ok && wanted(c))
+            {
+                return call;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let state = self.0.lock().unwrap();
+        panic!("no matching reply; calls: {:#?}", state.calls);
+    }
+
     /// Waits (up to 10 s) until a `method` call satisfies `wanted`.
     async fn wait_for(&self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..500 {
@@ -349,7 +386,7 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
         c["text"] == "Reboot this machine?\n\n✅ Approved"
     })
     .await;
-    api.wait_for("SendMessage", |c| c["text"] == r"Rebooting in a minute\.")
+    api.wait_for_reply(0, |c| c["text"] == r"Rebooting in a minute\.")
         .await;
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     // The tool's later message reaches the chat that asked.
@@ -375,10 +412,10 @@ async fn a_question_nobody_answers_is_declined_after_the_time_out() {
     tokio::spawn(serve(agent, channel));
     api.text(ANN, ANN as i64, "reboot");
     api.wait_for("EditMessageText", |c| {
-        c["text"] == "Reboot this machine?\n\n⌛ No answer within 1 min: declined"
+        c["text"] == "Reboot this machine?\n\n⌛ No answer within 1 s: declined"
     })
     .await;
-    api.wait_for("SendMessage", |c| c["text"] == r"Left it running\.")
+    api.wait_for_reply(0, |c| c["text"] == r"Left it running\.")
         .await;
     let results = &recorded.requests()[1].messages;
     assert!(format!("{results:?}").contains("Cancelled by user."));
@@ -410,18 +447,16 @@ async fn a_long_reply_is_split_within_the_limit_without_breaking_code_blocks() {
     });
     api.text(ANN, ANN as i64, "report");
     // Wait for the last words, then check every finished piece.
-    api.wait_for("SendMessage", |c| {
+    api.wait_for_reply(0, |c| {
         c["text"]
             .as_str()
             .is_some_and(|t| t.ends_with(r"nothing to worry about\."))
     })
     .await;
     let pieces: Vec<String> = api
-        .calls("SendMessage")
+        .replies(0)
         .iter()
-        .chain(api.calls("EditMessageText").iter())
-        .filter(|c| c["parse_mode"] == "MarkdownV2")
-        .map(|c| c["text"].as_str().unwrap().to_owned())
+        .map(|(c, _)| c["text"].as_str().unwrap().to_owned())
         .collect();
     assert!(pieces.len() >= 3, "{} pieces", pieces.len());
     for piece in &pieces {
@@ -553,27 +588,21 @@ async fn flood_control_is_waited_out_and_the_reply_still_arrives() {
     let _bot = start(&server, &[ANN], |channel| {
         agent(MockProvider::replying("Fine."), &channel, vec![])
     });
-    api.fail(
-        "SendMessage",
-        false,
-        429,
-        json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1",
-               "parameters": {"retry_after": 1}}),
-    );
+    // The finished reply is refused once, whether it is sent whole or is the
+    // last edit of a draft.
+    let flood = json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1",
+                       "parameters": {"retry_after": 1}});
+    api.fail("SendMessage", true, 429, flood.clone());
+    api.fail("EditMessageText", true, 429, flood);
     let asked = std::time::Instant::now();
     api.text(ANN, ANN as i64, "status?");
-    api.wait_for("SendMessage", |c| c["text"] == r"Fine\.")
-        .await;
+    api.wait_for_reply(0, |c| c["text"] == r"Fine\.").await;
     assert!(
         asked.elapsed() >= Duration::from_secs(1),
         "waited as told: {:#?}",
         api.0.lock().unwrap().calls
     );
-    let attempts: Vec<bool> = api
-        .attempts("SendMessage")
-        .iter()
-        .map(|(_, ok)| *ok)
-        .collect();
+    let attempts: Vec<bool> = api.replies(0).iter().map(|(_, ok)| *ok).collect();
     assert_eq!(attempts, [false, true], "the refused call, then the retry");
 }
 
@@ -619,17 +648,13 @@ async fn recorded_updates_are_answered_or_left_alone_as_their_kind_requires() {
     let _bot = start(&server, &allowed, |channel| agent(model, &channel, vec![]));
     for (name, raw, wanted) in recordings {
         for (update, wanted) in raw.into_iter().zip(wanted) {
-            let before = (api.calls("SendMessage").len(), recorded.requests().len());
+            let before = (api.mark(), recorded.requests().len());
             eprintln!("replaying {name}");
             api.push(update);
             match (wanted["kind"].as_str(), wanted["text"].as_str()) {
                 (Some("message"), Some(text)) => {
                     let chat = wanted["chat"]["id"].clone();
-                    let reply = api
-                        .wait_for("SendMessage", |c| {
-                            c["chat_id"] == chat && api_len_after(c, &api, before.0)
-                        })
-                        .await;
+                    let reply = api.wait_for_reply(before.0, |c| c["chat_id"] == chat).await;
                     if text.starts_with('/') {
                         // A command this bot doesn't have: answered without the model.
                         assert!(
@@ -650,7 +675,7 @@ async fn recorded_updates_are_answered_or_left_alone_as_their_kind_requires() {
                 (Some("message"), None) => {
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     assert_eq!(
-                        api.calls("SendMessage").len(),
+                        api.mark(),
                         before.0,
                         "{name}: a service message is left alone"
                     );
@@ -669,11 +694,6 @@ async fn recorded_updates_are_answered_or_left_alone_as_their_kind_requires() {
             }
         }
     }
-}
-
-/// Whether `call` is one of the `SendMessage` calls made after the first `before`.
-fn api_len_after(call: &Value, api: &FakeBotApi, before: usize) -> bool {
-    api.calls("SendMessage")[before..].contains(call)
 }
 
 #[tokio::test]
@@ -709,8 +729,7 @@ async fn the_binary_runs_from_the_environment_alone() {
         "{notice}"
     );
     api.text(ANN, ANN as i64, "all good?");
-    api.wait_for("SendMessage", |c| c["text"] == r"All good\.")
-        .await;
+    api.wait_for_reply(0, |c| c["text"] == r"All good\.").await;
     let asked = &model.received_requests().await.unwrap()[0];
     let body: Value = serde_json::from_slice(&asked.body).unwrap();
     assert_eq!(body["model"], "test-model");
@@ -818,6 +837,5 @@ async fn a_bot_api_out_of_reach_at_start_is_retried_until_it_answers() {
     let api = FakeBotApi::serve(&server).await;
     api.wait_for("SetMyCommands", |_| true).await;
     api.text(ANN, ANN as i64, "there?");
-    api.wait_for("SendMessage", |c| c["text"] == r"Back\.")
-        .await;
+    api.wait_for_reply(0, |c| c["text"] == r"Back\.").await;
 }
