@@ -6,6 +6,7 @@
 
 #[doc(hidden)]
 pub mod markdown;
+mod place;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -14,20 +15,24 @@ use std::time::Duration;
 
 use ferrobot::bot::{
     Channel, ChannelError, CommandSpec, Handler, Incoming, Length, LoadedConfig, Questions,
-    TelegramConfig, Unanswered, chat_of, clip, decided,
+    TelegramConfig, Unanswered, clip, decided,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
+use teloxide::payloads::SendMessage;
 use teloxide::payloads::setters::*;
 use teloxide::prelude::{Request as _, Requester};
+use teloxide::requests::{HasPayload as _, JsonRequest};
 use teloxide::types::{
     AllowedUpdate, BotCommand, CallbackQuery, ChatAction, ChatId, InlineKeyboardButton,
-    InlineKeyboardMarkup, MessageId, ParseMode, Update, UpdateKind,
+    InlineKeyboardMarkup, MaybeInaccessibleMessage, MessageId, ParseMode, Update, UpdateKind,
 };
 use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, Bot, RequestError};
 use tokio::sync::watch;
+
+use crate::place::Place;
 
 /// What to do when Telegram refuses the token.
 const UNAUTHORIZED: &str = "Telegram refused the bot token: check telegram.token (or FERROBOT_TELEGRAM__TOKEN) against @BotFather's /mybots, then restart";
@@ -197,20 +202,26 @@ impl Inner {
         }
     }
 
-    async fn send_plain(&self, chat: ChatId, text: &str) -> Result<MessageId, RequestError> {
-        self.call("sendMessage", || self.bot.send_message(chat, text).send())
+    /// A `sendMessage` of `text` to `place` (its topic, in a forum).
+    fn message(&self, place: Place, text: &str) -> JsonRequest<SendMessage> {
+        let mut request = self.bot.send_message(place.chat, text);
+        request.payload_mut().message_thread_id = place.topic;
+        request
+    }
+
+    async fn send_plain(&self, place: Place, text: &str) -> Result<MessageId, RequestError> {
+        self.call("sendMessage", || self.message(place, text).send())
             .await
             .map(|m| m.id)
     }
 
     /// Sends `text` as MarkdownV2, or as plain text if Telegram refuses the
     /// Markdown.
-    async fn send_formatted(&self, chat: ChatId, text: &str) -> Result<MessageId, RequestError> {
+    async fn send_formatted(&self, place: Place, text: &str) -> Result<MessageId, RequestError> {
         let formatted = markdown::to_markdown_v2(text);
         let sent = self
             .call("sendMessage", || {
-                self.bot
-                    .send_message(chat, &formatted)
+                self.message(place, &formatted)
                     .parse_mode(ParseMode::MarkdownV2)
                     .send()
             })
@@ -219,7 +230,7 @@ impl Inner {
             Ok(message) => Ok(message.id),
             Err(RequestError::Api(error)) if error != ApiError::InvalidToken => {
                 tracing::info!(error = %self.redact(&error), "Telegram refused the Markdown; sending plain text");
-                self.send_plain(chat, text).await
+                self.send_plain(place, text).await
             }
             Err(error) => Err(error),
         }
@@ -271,7 +282,7 @@ impl Inner {
         let message = match update.kind {
             UpdateKind::Message(message) => match (message.from.as_ref(), message.text()) {
                 (Some(from), Some(text)) if !from.is_bot => {
-                    Some((message.chat.id, from.id.0, text.to_owned()))
+                    Some((Place::of(&message), from.id.0, text.to_owned()))
                 }
                 _ => None,
             },
@@ -286,7 +297,7 @@ impl Inner {
             UpdateKind::Error(raw) => lenient_text(&raw),
             _ => None,
         };
-        let Some((chat, user, text)) = message else {
+        let Some((place, user, text)) = message else {
             return;
         };
         if !self.is_allowed(user) {
@@ -297,7 +308,7 @@ impl Inner {
             if lock(&self.refused).insert(user) {
                 let inner = Arc::clone(self);
                 tokio::spawn(async move {
-                    let _ = inner.send_plain(chat, REFUSAL).await;
+                    let _ = inner.send_plain(place, REFUSAL).await;
                 });
             }
             return;
@@ -310,7 +321,7 @@ impl Inner {
             text
         };
         tokio::spawn(handler(Incoming::new(
-            chat.0.to_string(),
+            place.to_string(),
             user.to_string(),
             text,
         )));
@@ -339,11 +350,12 @@ impl Inner {
         let presser = query.from.id.0;
         let answered = if self.is_allowed(presser) {
             let data = query.data.as_deref().unwrap_or_default();
-            let chat = query
-                .message
-                .as_ref()
-                .map(|m| m.chat().id.0.to_string())
-                .unwrap_or_default();
+            // Where the question was asked, as its conversation names it.
+            let chat = match &query.message {
+                Some(MaybeInaccessibleMessage::Regular(message)) => Place::of(message).to_string(),
+                Some(other) => other.chat().id.to_string(),
+                None => String::new(),
+            };
             self.questions
                 .press(data, &presser.to_string(), &chat)
                 .map(drop)
@@ -354,7 +366,7 @@ impl Inner {
     }
 
     async fn ask(&self, request: ConfirmRequest) -> Decision {
-        let Ok(chat) = chat_of(&request.conversation).parse::<i64>().map(ChatId) else {
+        let Ok(place) = Place::parse(&request.conversation) else {
             return Decision::Decline;
         };
         let question = self.questions.ask(&request);
@@ -366,8 +378,7 @@ impl Inner {
         ]]);
         let sent = self
             .call("sendMessage", || {
-                self.bot
-                    .send_message(chat, &prompt)
+                self.message(place, &prompt)
                     .reply_markup(buttons.clone())
                     .send()
             })
@@ -383,35 +394,25 @@ impl Inner {
         let decision = self.questions.wait(question, self.confirm_timeout).await;
         // The buttons go: the message now shows the decision.
         let shown = decided(&prompt, decision, self.confirm_timeout);
-        if let Err(error) = self.edit_text(chat, message, &shown, false).await {
+        if let Err(error) = self.edit_text(place.chat, message, &shown, false).await {
             tracing::debug!(error = %self.redact(&error), "could not show the decision");
         }
         decision.unwrap_or(Decision::Decline)
     }
 }
 
-/// The chat, sender and text of a message update in raw JSON.
-fn lenient_text(raw: &serde_json::Value) -> Option<(ChatId, u64, String)> {
+/// The place, sender and text of a message update in raw JSON.
+fn lenient_text(raw: &serde_json::Value) -> Option<(Place, u64, String)> {
     let message = raw.get("message")?;
     let from = message.get("from")?;
     if from.get("is_bot").and_then(serde_json::Value::as_bool) == Some(true) {
         return None;
     }
     Some((
-        ChatId(message.get("chat")?.get("id")?.as_i64()?),
+        Place::of_raw(message)?,
         from.get("id")?.as_u64()?,
         message.get("text")?.as_str()?.to_owned(),
     ))
-}
-
-fn chat_id(conversation: &str) -> Result<ChatId, ChannelError> {
-    chat_of(conversation)
-        .parse::<i64>()
-        .map(ChatId)
-        .map_err(|_| ChannelError::Other {
-            message: format!("`{conversation}` is not a Telegram chat id"),
-            source: None,
-        })
 }
 
 impl Channel for Telegram {
@@ -466,13 +467,13 @@ impl Channel for Telegram {
         done: bool,
     ) -> BoxFuture<'a, Result<String, ChannelError>> {
         Box::pin(async move {
-            let chat = chat_id(conversation)?;
+            let place = Place::parse(conversation)?;
             // A draft is tried once: the next one follows soon, and waiting
             // out flood control here would stall the reply.
             let sent = if done {
-                self.inner.send_formatted(chat, text).await
+                self.inner.send_formatted(place, text).await
             } else {
-                self.inner.bot.send_message(chat, text).await.map(|m| m.id)
+                self.inner.message(place, text).await.map(|m| m.id)
             };
             sent.map(|id| id.0.to_string())
                 .map_err(|e| self.inner.channel_error(&e))
@@ -487,7 +488,7 @@ impl Channel for Telegram {
         done: bool,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
-            let chat = chat_id(conversation)?;
+            let chat = Place::parse(conversation)?.chat;
             let message = message
                 .parse()
                 .map(MessageId)
@@ -514,15 +515,15 @@ impl Channel for Telegram {
 
     fn typing<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let Ok(chat) = chat_id(conversation) else {
+            let Ok(place) = Place::parse(conversation) else {
                 return;
             };
-            if let Err(error) = self
+            let mut request = self
                 .inner
                 .bot
-                .send_chat_action(chat, ChatAction::Typing)
-                .await
-            {
+                .send_chat_action(place.chat, ChatAction::Typing);
+            request.payload_mut().message_thread_id = place.topic;
+            if let Err(error) = request.await {
                 tracing::debug!(error = %self.inner.redact(&error), "could not show typing");
             }
         })

@@ -137,16 +137,40 @@ impl FakeBotApi {
         }}));
     }
 
+    /// A message in topic `topic` of the forum supergroup `chat`.
+    fn topic_text(&self, user: u64, chat: i64, topic: i32, text: &str) {
+        self.push(json!({"message": {
+            "message_id": 1000, "date": 1700000000, "text": text,
+            "message_thread_id": topic, "is_topic_message": true,
+            "from": {"id": user, "is_bot": false, "first_name": "Ann"},
+            "chat": {"id": chat, "type": "supergroup", "title": "Ops", "is_forum": true},
+        }}));
+    }
+
     /// A press of a button on the bot's message in `chat`.
     fn press(&self, user: u64, chat: i64, data: &str) {
+        self.press_on(
+            user,
+            json!({"id": chat, "type": "private", "first_name": "Ann"}),
+            None,
+            data,
+        );
+    }
+
+    /// A press of a button on the bot's message in `chat`, in `topic`.
+    fn press_on(&self, user: u64, chat: Value, topic: Option<i32>, data: &str) {
+        let mut message = json!({
+            "message_id": 1, "date": 1700000000, "text": "Reboot this machine?", "chat": chat,
+            "from": {"id": 42, "is_bot": true, "first_name": "ferrobot"},
+        });
+        if let Some(topic) = topic {
+            message["message_thread_id"] = json!(topic);
+            message["is_topic_message"] = json!(true);
+        }
         self.push(json!({"callback_query": {
             "id": format!("press-{user}-{data}"), "chat_instance": "1", "data": data,
             "from": {"id": user, "is_bot": false, "first_name": "Someone"},
-            "message": {
-                "message_id": 1, "date": 1700000000, "text": "Reboot this machine?",
-                "chat": {"id": chat, "type": "private", "first_name": "Ann"},
-                "from": {"id": 42, "is_bot": true, "first_name": "ferrobot"},
-            },
+            "message": message,
         }}));
     }
 
@@ -394,6 +418,74 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
         c["text"] == r"Rebooting now\." && c["chat_id"] == json!(ANN)
     })
     .await;
+}
+
+#[tokio::test]
+async fn in_a_forum_each_topic_is_its_own_conversation_answered_in_the_topic() {
+    const FORUM: i64 = -100_777;
+    let (api, server) = FakeBotApi::start().await;
+    let model = MockProvider::new()
+        .then(MockTurn::new().text("Deploys look fine."))
+        .then(MockTurn::new().text("The alerts are quiet."))
+        .then(MockTurn::new().tool_call("restart", json!({})))
+        .then(MockTurn::new().text("Restarted."));
+    let recorded = model.clone();
+    let restart = from_fn("restart", "Restart.", |_: Value, _| async { "done" })
+        .confirm("Restart the service?");
+    let _bot = start(&server, &[ANN], |channel| {
+        agent(model, &channel, vec![restart.into_tool()])
+    });
+    api.topic_text(ANN, FORUM, 7, "deploys?");
+    let first = api
+        .wait_for_reply(0, |c| c["text"] == r"Deploys look fine\.")
+        .await;
+    api.topic_text(ANN, FORUM, 8, "alerts?");
+    api.wait_for_reply(0, |c| c["text"] == r"The alerts are quiet\.")
+        .await;
+    // Every message of a reply goes to its topic, typing shows there too.
+    for call in api
+        .calls("SendMessage")
+        .iter()
+        .chain(&api.calls("SendChatAction"))
+    {
+        assert_eq!(call["chat_id"], json!(FORUM), "{call}");
+        assert!(
+            [json!(7), json!(8)].contains(&call["message_thread_id"]),
+            "{call}"
+        );
+    }
+    assert_eq!(first["chat_id"], json!(FORUM));
+    // Topic 8 is a conversation of its own: it didn't see topic 7's.
+    let seen = format!("{:?}", recorded.requests()[1].messages);
+    assert!(
+        seen.contains("alerts?") && !seen.contains("deploys?"),
+        "{seen}"
+    );
+    // A confirmation is asked in the topic, and a press there answers it.
+    api.topic_text(ANN, FORUM, 7, "restart it");
+    let question = api
+        .wait_for("SendMessage", |c| c["text"] == "Restart the service?")
+        .await;
+    assert_eq!(question["message_thread_id"], json!(7));
+    let yes = question["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.press_on(
+        ANN,
+        json!({"id": FORUM, "type": "supergroup", "title": "Ops", "is_forum": true}),
+        Some(7),
+        &yes,
+    );
+    api.wait_for_reply(0, |c| {
+        c["text"] == r"Restarted\." && c["chat_id"] == json!(FORUM)
+    })
+    .await;
+    let seen = format!("{:?}", recorded.requests()[2].messages);
+    assert!(
+        seen.contains("deploys?") && !seen.contains("alerts?"),
+        "{seen}"
+    );
 }
 
 #[tokio::test]
