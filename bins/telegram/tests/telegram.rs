@@ -151,14 +151,14 @@ impl FakeBotApi {
     fn press(&self, user: u64, chat: i64, data: &str) {
         self.press_on(
             user,
-            json!({"id": chat, "type": "private", "first_name": "Ann"}),
+            &json!({"id": chat, "type": "private", "first_name": "Ann"}),
             None,
             data,
         );
     }
 
     /// A press of a button on the bot's message in `chat`, in `topic`.
-    fn press_on(&self, user: u64, chat: Value, topic: Option<i32>, data: &str) {
+    fn press_on(&self, user: u64, chat: &Value, topic: Option<i32>, data: &str) {
         let mut message = json!({
             "message_id": 1, "date": 1700000000, "text": "Reboot this machine?", "chat": chat,
             "from": {"id": 42, "is_bot": true, "first_name": "ferrobot"},
@@ -473,7 +473,7 @@ async fn in_a_forum_each_topic_is_its_own_conversation_answered_in_the_topic() {
         .to_owned();
     api.press_on(
         ANN,
-        json!({"id": FORUM, "type": "supergroup", "title": "Ops", "is_forum": true}),
+        &json!({"id": FORUM, "type": "supergroup", "title": "Ops", "is_forum": true}),
         Some(7),
         &yes,
     );
