@@ -12,7 +12,7 @@ use super::{EventSink, Inner, exec, slash};
 use crate::error::{Error, Result};
 use crate::history::{shorten_tool_outputs, since_summary};
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, ToolSpec, Usage};
-use crate::provider::{Assembled, Assembler, ChatRequest, ProviderError, StreamEvent};
+use crate::provider::{Assembled, Assembler, ChatRequest, ProviderError, StreamEvent, ToolChoice};
 
 /// Runs one turn of `conversation`.
 pub(super) async fn run(
@@ -72,15 +72,20 @@ impl<S: EventSink> Turn<'_, S> {
         self.store(std::slice::from_ref(&user)).await?;
         history.push(user);
 
+        let tools = self.inner.tools.specs();
         let mut round = 0;
         loop {
-            let tools = if round < self.inner.max_tool_rounds {
-                self.inner.tools.specs()
+            // Past the cap the tools are withdrawn for a last answer (still
+            // described: some providers refuse tool calls in a conversation
+            // without them).
+            let withdrawn = round >= self.inner.max_tool_rounds;
+            let choice = if withdrawn {
+                ToolChoice::None
             } else {
-                Arc::from([])
+                ToolChoice::Auto
             };
             self.compact(&mut history, &tools).await?;
-            let assembled = match self.call_model(&history, &tools).await {
+            let assembled = match self.call_model(&history, &tools, choice).await {
                 CallEnd::Complete(assembled) => assembled,
                 CallEnd::Cancelled(partial) => {
                     self.store_partial(partial).await?;
@@ -96,7 +101,7 @@ impl<S: EventSink> Turn<'_, S> {
                 self.store(std::slice::from_ref(&assembled.message)).await?;
                 return Ok(self.reply(assembled));
             }
-            let results = if tools.is_empty() {
+            let results = if withdrawn {
                 // Tools were withdrawn and the model called one anyway.
                 self.refuse_all(&calls, self.inner.max_tool_rounds)
             } else {
@@ -127,7 +132,7 @@ impl<S: EventSink> Turn<'_, S> {
             if self.cancel.is_cancelled() {
                 return Err(Error::Cancelled);
             }
-            if tools.is_empty() {
+            if withdrawn {
                 let rounds = self.inner.max_tool_rounds;
                 let mut reply = self.reply(assembled);
                 if reply.text.is_empty() {
@@ -189,7 +194,7 @@ impl<S: EventSink> Turn<'_, S> {
             return Ok(());
         }
         match self
-            .summarise(&history[..current], &compaction.instructions)
+            .summarise(&history[..current], tools, &compaction.instructions)
             .await
         {
             Ok(summary) => {
@@ -206,10 +211,12 @@ impl<S: EventSink> Turn<'_, S> {
         Ok(())
     }
 
-    /// Asks the model for a summary of `older`, without tools.
+    /// Asks the model for a summary of `older`; `tools` are described (the
+    /// conversation may hold calls of them), not offered.
     async fn summarise(
         &mut self,
         older: &[Message],
+        tools: &[ToolSpec],
         instructions: &str,
     ) -> std::result::Result<String, ProviderError> {
         let mut messages = older.to_vec();
@@ -218,6 +225,8 @@ impl<S: EventSink> Turn<'_, S> {
         ));
         let request = ChatRequest::new(&messages)
             .system(Some(instructions))
+            .tools(tools)
+            .tool_choice(ToolChoice::None)
             .settings(&self.inner.settings)
             .cancel(self.cancel);
         let mut events = self.inner.provider.stream(request);
@@ -233,7 +242,12 @@ impl<S: EventSink> Turn<'_, S> {
     }
 
     /// One model call, forwarding deltas as they arrive.
-    async fn call_model(&mut self, history: &[Message], tools: &[ToolSpec]) -> CallEnd {
+    async fn call_model(
+        &mut self,
+        history: &[Message],
+        tools: &[ToolSpec],
+        choice: ToolChoice,
+    ) -> CallEnd {
         let provider = &self.inner.provider;
         let span = tracing::info_span!(
             "chat",
@@ -253,6 +267,7 @@ impl<S: EventSink> Turn<'_, S> {
         let request = ChatRequest::new(&history[start..])
             .system(self.inner.system_prompt.as_deref())
             .tools(tools)
+            .tool_choice(choice)
             .settings(&self.inner.settings)
             .cancel(self.cancel);
         let mut events = provider.stream(request);

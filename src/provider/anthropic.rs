@@ -12,7 +12,7 @@ use super::http::{build_client, probe, redact, retried, secret};
 use super::sse::{self, Events, SseDecoder};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
-    ToolCallDelta,
+    ToolCallDelta, ToolChoice,
 };
 use crate::message::{Message, Opaque, Part, Role, Usage};
 
@@ -183,6 +183,11 @@ impl Anthropic {
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+            // Described even when withdrawn: Anthropic refuses a
+            // conversation holding tool calls without them.
+            if request.tool_choice == ToolChoice::None {
+                body["tool_choice"] = json!({"type": "none"});
+            }
         }
         if let Some(temperature) = request
             .settings

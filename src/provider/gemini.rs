@@ -13,7 +13,7 @@ use super::http::{build_client, probe, redact, retried, secret};
 use super::sse::{self, Events, SseDecoder};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
-    ToolCallDelta,
+    ToolCallDelta, ToolChoice,
 };
 use crate::message::{Message, Part, Role, Usage};
 use crate::tool::schema;
@@ -168,6 +168,9 @@ impl Gemini {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": schema::gemini(&t.parameters)}))
                 .collect();
             body["tools"] = json!([{ "functionDeclarations": declarations }]);
+            if request.tool_choice == ToolChoice::None {
+                body["toolConfig"] = json!({"functionCallingConfig": {"mode": "NONE"}});
+            }
         }
         let mut config = serde_json::Map::new();
         if let Some(temperature) = request.settings.temperature.or(self.temperature) {

@@ -117,6 +117,21 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     }
 }
 
+/// Whether the model may call the tools a request describes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool.
+    #[default]
+    Auto,
+    /// The model must answer in text: the agent's last round once
+    /// `max_tool_rounds` is reached, and summaries. Anthropic refuses a
+    /// conversation holding tool calls unless tools are described, so its
+    /// dialect (and Gemini's) still sends them and says "none"; the others
+    /// send no tools at all ([`ChatRequest::callable_tools`]).
+    None,
+}
+
 /// What one model call is given.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -125,8 +140,11 @@ pub struct ChatRequest<'a> {
     pub system: Option<&'a str>,
     /// The conversation so far, oldest first.
     pub messages: &'a [Message],
-    /// The tools the model may call; empty when tools are withdrawn.
+    /// The tools of the conversation. The model may call them only when
+    /// `tool_choice` is [`ToolChoice::Auto`].
     pub tools: &'a [ToolSpec],
+    /// Whether the model may call `tools` now, or must answer in text.
+    pub tool_choice: ToolChoice,
     /// Per-call settings; `None` fields fall back to the provider's own.
     pub settings: &'a ModelSettings,
     /// Fires when the caller gives up on the call.
@@ -152,6 +170,7 @@ impl<'a> ChatRequest<'a> {
             system: None,
             messages,
             tools: &[],
+            tool_choice: ToolChoice::Auto,
             settings: &SETTINGS,
             cancel: &NEVER,
         }
@@ -169,6 +188,34 @@ impl<'a> ChatRequest<'a> {
     pub fn tools(mut self, tools: &'a [ToolSpec]) -> Self {
         self.tools = tools;
         self
+    }
+
+    /// Sets whether the model may call the tools.
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// The tools to send to a provider that takes a conversation holding
+    /// tool calls without any tools described: none when the model may not
+    /// call them, which no server can then get wrong.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::{Message, ToolSpec};
+    /// use ferrobot::provider::{ChatRequest, ToolChoice};
+    /// let messages = [Message::user("hi")];
+    /// let tools = [ToolSpec::new("ping", "Ping.", serde_json::json!({"type": "object"}))];
+    /// let request = ChatRequest::new(&messages).tools(&tools);
+    /// assert_eq!(request.callable_tools().len(), 1);
+    /// assert!(request.tool_choice(ToolChoice::None).callable_tools().is_empty());
+    /// ```
+    pub fn callable_tools(&self) -> &'a [ToolSpec] {
+        match self.tool_choice {
+            ToolChoice::Auto => self.tools,
+            ToolChoice::None => &[],
+        }
     }
 
     /// Sets the model settings.

@@ -115,7 +115,7 @@ impl Ollama {
             model: &self.model,
             messages: messages(request.system, request.messages),
             tools: request
-                .tools
+                .callable_tools()
                 .iter()
                 .map(|spec| json!({"type": "function", "function": spec}))
                 .collect(),

@@ -151,9 +151,9 @@ impl OpenAiResponses {
         if let Some(system) = request.system {
             body["instructions"] = json!(system);
         }
-        if !request.tools.is_empty() {
-            body["tools"] = request
-                .tools
+        let tools = request.callable_tools();
+        if !tools.is_empty() {
+            body["tools"] = tools
                 .iter()
                 .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}))
                 .collect();

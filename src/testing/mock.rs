@@ -146,7 +146,7 @@ impl Provider for MockProvider {
         let recorded = RecordedRequest {
             system: request.system.map(str::to_owned),
             messages: request.messages.to_vec(),
-            tools: request.tools.to_vec(),
+            tools: request.callable_tools().to_vec(),
             settings: request.settings.clone(),
         };
         let scripted = lock(&self.inner.script).pop_front();
@@ -192,7 +192,8 @@ pub struct RecordedRequest {
     pub system: Option<String>,
     /// The conversation sent.
     pub messages: Vec<Message>,
-    /// The tools offered.
+    /// The tools the model may call: none once they are withdrawn for a
+    /// last answer (see [`ToolChoice`](crate::provider::ToolChoice)).
     pub tools: Vec<ToolSpec>,
     /// The settings sent.
     pub settings: ModelSettings,

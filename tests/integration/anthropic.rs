@@ -164,6 +164,56 @@ async fn a_tool_round_sends_thinking_and_its_signature_back() {
     insta::assert_json_snapshot!("anthropic_tool_round_second_request", bodies[1]);
 }
 
+/// Anthropic refuses a conversation holding tool calls unless tools are
+/// described, so past the round cap they stay, with `tool_choice: none`.
+#[tokio::test]
+async fn past_the_round_cap_the_tools_stay_described_but_may_not_be_called() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let has_calls = body["messages"].to_string().contains("tool_use");
+            if has_calls && body["tools"].as_array().is_none_or(Vec::is_empty) {
+                return ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "message": "Requests which include `tool_use` or `tool_result` blocks must define tools."}}));
+            }
+            if body["tool_choice"]["type"] == "none" {
+                return sse(&[
+                    json!({"type": "message_start", "message": {"usage": {"input_tokens": 9, "output_tokens": 1}}}),
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Still zero."}}),
+                    json!({"type": "content_block_stop", "index": 0}),
+                    json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}),
+                    json!({"type": "message_stop"}),
+                ]);
+            }
+            sse(&[
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 9, "output_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "count", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+                json!({"type": "message_stop"}),
+            ])
+        })
+        .mount(&server)
+        .await;
+    let count = from_fn("count", "Count.", |_: Value, _| async { 0 });
+    let agent = Agent::builder()
+        .provider(client(&server))
+        .tool(count)
+        .max_tool_rounds(1)
+        .build();
+    let reply = agent.handle("a", "count again").await.unwrap();
+    assert_eq!(reply.text, "Still zero.");
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies[0].get("tool_choice").is_none(), "{}", bodies[0]);
+    assert_eq!(bodies[1]["tools"][0]["name"], "count");
+    assert_eq!(bodies[1]["tool_choice"], json!({"type": "none"}));
+}
+
 #[tokio::test]
 async fn overloaded_is_retried_and_only_anthropics_own_blocks_go_back() {
     let server = MockServer::start().await;

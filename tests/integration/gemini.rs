@@ -110,6 +110,40 @@ async fn a_tool_round_sends_the_call_and_its_thought_signature_back() {
     insta::assert_json_snapshot!("gemini_tool_round_second_request", bodies[1]);
 }
 
+/// Past the round cap the tools stay described, with calling them off.
+#[tokio::test]
+async fn past_the_round_cap_the_tools_stay_described_but_may_not_be_called() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(STREAM))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let part = if body["toolConfig"]["functionCallingConfig"]["mode"] == "NONE" {
+                json!({"text": "Still zero."})
+            } else {
+                json!({"functionCall": {"name": "count", "args": {}}})
+            };
+            sse(&[json!({"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}]})])
+        })
+        .mount(&server)
+        .await;
+    let count = from_fn("count", "Count.", |_: Value, _| async { 0 });
+    let agent = Agent::builder()
+        .provider(client(&server))
+        .tool(count)
+        .max_tool_rounds(1)
+        .build();
+    let reply = agent.handle("a", "count again").await.unwrap();
+    assert_eq!(reply.text, "Still zero.");
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies[0].get("toolConfig").is_none(), "{}", bodies[0]);
+    assert_eq!(
+        bodies[1]["tools"][0]["functionDeclarations"][0]["name"],
+        "count"
+    );
+}
+
 #[tokio::test]
 async fn a_blocked_prompt_and_an_unfinished_stream_are_errors() {
     let server = MockServer::start().await;

@@ -89,6 +89,38 @@ async fn a_tool_round_sends_the_expected_request_bodies() {
     insta::assert_json_snapshot!("tool_round_second_request", bodies[1]);
 }
 
+/// Past the round cap the model gets no tools at all: a conversation
+/// holding tool calls is fine without them here, and a server that ignores
+/// `tool_choice` can't call what it wasn't shown.
+#[tokio::test]
+async fn past_the_round_cap_no_tools_are_sent() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            if body.get("tools").is_some() {
+                sse(tool_call_sse("call_1", "count", &json!({})))
+            } else {
+                sse(text_sse("Still zero."))
+            }
+        })
+        .mount(&server)
+        .await;
+    let count = from_fn("count", "Count.", |_: Value, _| async { 0 });
+    let agent = Agent::builder()
+        .provider(client(&server))
+        .tool(count)
+        .max_tool_rounds(1)
+        .build();
+    let reply = agent.handle("a", "count again").await.unwrap();
+    assert_eq!(reply.text, "Still zero.");
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies[1].get("tools").is_none() && bodies[1].get("tool_choice").is_none());
+    assert!(bodies[1]["messages"].to_string().contains("tool_calls"));
+}
+
 #[tokio::test]
 async fn the_api_key_is_sent_as_a_bearer_token_and_never_shown() {
     let server = MockServer::start().await;

@@ -219,7 +219,7 @@ impl OpenAiCompatible {
                 messages: request.messages,
             },
             tools: wire::Tools {
-                specs: request.tools,
+                specs: request.callable_tools(),
                 strict: self.strict_tools,
             },
             stream: self.streaming,
