@@ -548,7 +548,8 @@ async fn the_chat_in_a_terminal() {
         session.expect("I said it.").unwrap();
         session.expect("› ").unwrap();
         session.send_line("slow please").unwrap();
-        std::thread::sleep(Duration::from_millis(800));
+        // Once the turn is under way (however slowly the machine got there).
+        session.expect("Thinking").unwrap();
         session.send(ControlCode::EndOfText).unwrap();
         session.expect("Cancelled.").unwrap();
         session.expect("› ").unwrap();

@@ -224,10 +224,11 @@ impl FakeBotApi {
             .collect()
     }
 
-    /// Waits (up to 10 s) for a finished reply after the first `after`
-    /// calls that satisfies `wanted`.
+    /// Waits for a finished reply after the first `after` calls that
+    /// satisfies `wanted`, up to 30 s (a binary may start cold on a loaded
+    /// machine).
     async fn wait_for_reply(&self, after: usize, wanted: impl Fn(&Value) -> bool) -> Value {
-        for _ in 0..500 {
+        for _ in 0..1500 {
             if let Some((call, _)) = self
                 .replies(after)
                 .into_iter()
@@ -241,9 +242,10 @@ impl FakeBotApi {
         panic!("no matching reply; calls: {:#?}", state.calls);
     }
 
-    /// Waits (up to 10 s) until a `method` call satisfies `wanted`.
+    /// Waits until a `method` call satisfies `wanted`, up to 30 s (a binary
+    /// may start cold on a loaded machine).
     async fn wait_for(&self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
-        for _ in 0..500 {
+        for _ in 0..1500 {
             if let Some(call) = self.calls(method).into_iter().find(|c| wanted(c)) {
                 return call;
             }
@@ -287,7 +289,7 @@ async fn a_message_is_answered_in_its_chat_streamed_by_edits_then_formatted() {
         MockTurn::new()
             .text("Disk / has **42.5 GB** free.")
             .chunked(6)
-            .delay(Duration::from_millis(25)),
+            .delay(Duration::from_millis(80)),
     );
     let recorded = model.clone();
     let _bot = start(&server, &[ANN], |channel| agent(model, &channel, vec![]));
@@ -337,6 +339,9 @@ async fn a_stranger_is_refused_once_and_reaches_nothing() {
     api.text(ANN, ANN as i64, "/ping");
     api.wait_for("SendMessage", |c| c["chat_id"] == json!(ANN))
         .await;
+    api.wait_for("SendMessage", |c| c["chat_id"] == json!(STRANGER))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let to_stranger: Vec<Value> = api
         .calls("SendMessage")
         .into_iter()
@@ -533,7 +538,7 @@ async fn a_long_reply_is_split_within_the_limit_without_breaking_code_blocks() {
     let (api, server) = FakeBotApi::start().await;
     let code = "let size = disk.available(); // 🚀\n".repeat(120);
     let prose = "Everything looks fine on this machine, nothing to worry about. ".repeat(60);
-    let reply = format!("{prose}\n\n```rust\n{code}```\n\n{prose}");
+    let reply = format!("{prose}\n\n```rust\n{code}```\n\n{prose}That is all.");
     let _bot = start(&server, &[ANN], |channel| {
         agent(MockProvider::replying(reply.clone()), &channel, vec![])
     });
@@ -542,7 +547,7 @@ async fn a_long_reply_is_split_within_the_limit_without_breaking_code_blocks() {
     api.wait_for_reply(0, |c| {
         c["text"]
             .as_str()
-            .is_some_and(|t| t.ends_with(r"nothing to worry about\."))
+            .is_some_and(|t| t.ends_with(r"That is all\."))
     })
     .await;
     let pieces: Vec<String> = api
@@ -582,7 +587,7 @@ async fn markdown_telegram_rejects_is_sent_again_as_plain_text() {
         MockTurn::new()
             .text("Streamed *answer")
             .chunked(4)
-            .delay(Duration::from_millis(20)),
+            .delay(Duration::from_millis(60)),
     );
     let _bot = start(&server, &[ANN], |channel| {
         agent(model, &channel, vec![ping.into_tool()])
@@ -596,31 +601,31 @@ async fn markdown_telegram_rejects_is_sent_again_as_plain_text() {
         .wait_for("SendMessage", |c| c["text"] == "```\npong *unbalanced\n```")
         .await;
     assert!(plain.get("parse_mode").is_none());
-    // …and a streamed one is edited, in plain text.
-    api.fail("EditMessageText", true, 400, refusal);
+    // …and a streamed one is edited, in plain text. (Were it finished before
+    // a draft was shown, it would be sent whole: that is refused too.)
+    api.fail("EditMessageText", true, 400, refusal.clone());
+    api.fail("SendMessage", true, 400, refusal);
+    let before = api.mark();
     api.text(ANN, ANN as i64, "hi");
-    // (Drafts are plain too: wait for the refused Markdown, then look after it.)
-    let mut refused = None;
-    for _ in 0..500 {
-        let attempts = api.attempts("EditMessageText");
-        if let Some(i) = attempts
+    for _ in 0..1500 {
+        let calls = api.0.lock().unwrap().calls[before..].to_vec();
+        let refused = calls
             .iter()
-            .position(|(c, ok)| !ok && c["parse_mode"] == "MarkdownV2")
+            .position(|(_, c, ok)| !ok && c["parse_mode"] == "MarkdownV2");
+        if let Some(i) = refused
+            && calls[i + 1..].iter().any(|(_, c, ok)| {
+                *ok && c["text"] == "Streamed *answer"
+                    && c.get("parse_mode").is_none()
+                    && c["chat_id"] == json!(ANN)
+            })
         {
-            refused = Some((i, attempts));
-            break;
+            return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (i, _) = refused.expect("the finished reply was edited with Markdown");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let after = &api.attempts("EditMessageText")[i + 1..];
-    assert!(
-        after.iter().any(|(c, ok)| *ok
-            && c["text"] == "Streamed *answer"
-            && c.get("parse_mode").is_none()
-            && c["chat_id"] == json!(ANN)),
-        "then edited in plain text: {after:?}"
+    panic!(
+        "no plain text after the refused Markdown: {:#?}",
+        &api.0.lock().unwrap().calls[before..]
     );
 }
 
@@ -906,11 +911,11 @@ async fn with_nobody_allowed_the_bot_refuses_everyone_and_says_so() {
 
 #[tokio::test]
 async fn a_bot_api_out_of_reach_at_start_is_retried_until_it_answers() {
-    // A port nobody listens on, yet.
-    let address = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // A port held but not listened on, yet: connections are refused, and no
+    // other test can take it meanwhile.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let address = socket.local_addr().unwrap();
     let mut settings = Config::load(&ConfigSource::defaults_only())
         .unwrap()
         .config
@@ -924,7 +929,7 @@ async fn a_bot_api_out_of_reach_at_start_is_retried_until_it_answers() {
     ));
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(!bot.is_finished(), "still trying");
-    let listener = std::net::TcpListener::bind(address).unwrap();
+    let listener = socket.listen(64).unwrap().into_std().unwrap();
     let server = MockServer::builder().listener(listener).start().await;
     let api = FakeBotApi::serve(&server).await;
     api.wait_for("SetMyCommands", |_| true).await;
