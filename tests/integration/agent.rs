@@ -815,20 +815,28 @@ impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'
 #[tokio::test]
 async fn turns_model_calls_and_tool_calls_are_traced_with_gen_ai_fields() {
     use tracing_subscriber::layer::SubscriberExt;
+    let agent = || {
+        let mock = MockProvider::new()
+            .then(MockTurn::new().tool_call("echo", json!({})).usage(Usage {
+                input_tokens: 11,
+                output_tokens: 7,
+                ..Default::default()
+            }))
+            .then(MockTurn::new().text("ok"));
+        Agent::builder()
+            .provider(mock)
+            .tool(echo_tool("echo"))
+            .build()
+    };
+    // tracing decides once per span site whether anyone listens, on the
+    // thread that first reaches it; with one scoped subscriber alive, a test
+    // on another thread getting there first would decide "nobody" for good.
+    // Reaching every site here first, before subscribing, rules that out:
+    // subscribing re-decides the sites already reached.
+    agent().handle("warm-up", "hi").await.unwrap();
     let log = SpanLog::default();
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(log.clone()));
-    let mock = MockProvider::new()
-        .then(MockTurn::new().tool_call("echo", json!({})).usage(Usage {
-            input_tokens: 11,
-            output_tokens: 7,
-            ..Default::default()
-        }))
-        .then(MockTurn::new().text("ok"));
-    let agent = Agent::builder()
-        .provider(mock)
-        .tool(echo_tool("echo"))
-        .build();
-    agent.handle("erin", "hi").await.unwrap();
+    agent().handle("erin", "hi").await.unwrap();
     let spans = log.0.lock().unwrap().clone();
     let find = |name: &str| {
         spans
@@ -837,7 +845,13 @@ async fn turns_model_calls_and_tool_calls_are_traced_with_gen_ai_fields() {
             .map(|(_, _, f)| f.clone())
             .unwrap_or_else(|| panic!("no `{name}` span"))
     };
-    assert_eq!(find("turn")["gen_ai.conversation.id"], "erin");
+    assert_eq!(
+        find("turn")
+            .get("gen_ai.conversation.id")
+            .map(String::as_str),
+        Some("erin"),
+        "{spans:#?}"
+    );
     let chat = find("chat");
     assert_eq!(chat["gen_ai.operation.name"], "chat");
     assert_eq!(chat["gen_ai.request.model"], "mock");
