@@ -791,6 +791,9 @@ impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'
         id: &tracing::span::Id,
         _: tracing_subscriber::layer::Context<'_, S>,
     ) {
+        if !RECORDING.get() {
+            return;
+        }
         let mut fields = std::collections::BTreeMap::new();
         attrs.record(&mut FieldVisitor(&mut fields));
         self.0
@@ -805,6 +808,9 @@ impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'
         values: &tracing::span::Record<'_>,
         _: tracing_subscriber::layer::Context<'_, S>,
     ) {
+        if !RECORDING.get() {
+            return;
+        }
         let mut log = self.0.lock().unwrap();
         if let Some((_, _, fields)) = log.iter_mut().rev().find(|(i, _, _)| *i == id.into_u64()) {
             values.record(&mut FieldVisitor(fields));
@@ -812,31 +818,44 @@ impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'
     }
 }
 
+thread_local! {
+    /// Whether spans made on this thread are logged: the traced test's only.
+    static RECORDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The spans of recording threads. One subscriber for the whole test
+/// binary, set globally: tracing decides once per span site whether anyone
+/// listens, on whichever thread reaches it first, so a subscriber scoped to
+/// one test would miss the sites another test's thread reached first.
+fn span_log() -> &'static SpanLog {
+    use tracing_subscriber::layer::SubscriberExt;
+    static LOG: std::sync::OnceLock<SpanLog> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let log = SpanLog::default();
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(log.clone()))
+            .expect("no other global subscriber in these tests");
+        log
+    })
+}
+
 #[tokio::test]
 async fn turns_model_calls_and_tool_calls_are_traced_with_gen_ai_fields() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let agent = || {
-        let mock = MockProvider::new()
-            .then(MockTurn::new().tool_call("echo", json!({})).usage(Usage {
-                input_tokens: 11,
-                output_tokens: 7,
-                ..Default::default()
-            }))
-            .then(MockTurn::new().text("ok"));
-        Agent::builder()
-            .provider(mock)
-            .tool(echo_tool("echo"))
-            .build()
-    };
-    // tracing decides once per span site whether anyone listens, on the
-    // thread that first reaches it; with one scoped subscriber alive, a test
-    // on another thread getting there first would decide "nobody" for good.
-    // Reaching every site here first, before subscribing, rules that out:
-    // subscribing re-decides the sites already reached.
-    agent().handle("warm-up", "hi").await.unwrap();
-    let log = SpanLog::default();
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(log.clone()));
-    agent().handle("erin", "hi").await.unwrap();
+    let log = span_log();
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("echo", json!({})).usage(Usage {
+            input_tokens: 11,
+            output_tokens: 7,
+            ..Default::default()
+        }))
+        .then(MockTurn::new().text("ok"));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(echo_tool("echo"))
+        .build();
+    // A current-thread runtime: the turn and its tools run on this thread.
+    RECORDING.set(true);
+    agent.handle("erin", "hi").await.unwrap();
+    RECORDING.set(false);
     let spans = log.0.lock().unwrap().clone();
     let find = |name: &str| {
         spans
