@@ -66,8 +66,8 @@ pub enum ToolOutcome {
     TimedOut,
     /// The user declined the call (or no one could be asked).
     Declined,
-    /// The call was not run: unknown or disabled tool, unavailable here, or
-    /// arguments that don't parse.
+    /// The call was not run: unknown or disabled tool, unavailable here, the
+    /// round limit reached, or invalid arguments too many times in a turn.
     Rejected,
     /// The turn was cancelled before or while the tool ran.
     Interrupted,

@@ -34,7 +34,12 @@ pub(crate) async fn run_calls(
 ) -> Vec<(ToolResult, ToolCallRecord)> {
     let decided: Vec<Decided> = calls
         .iter()
-        .map(|call| decide(inner, call, bad_arguments))
+        .map(|call| {
+            // A tool's own checks (availability, arguments, the question
+            // to ask) are its code too: a panic there fails the call only.
+            std::panic::catch_unwind(AssertUnwindSafe(|| decide(inner, call, bad_arguments)))
+                .unwrap_or_else(|panic| Decided::Reject(ToolOutcome::Panicked, crashed(&*panic)))
+        })
         .collect();
     let one_at_a_time = decided.iter().any(|d| {
         matches!(
@@ -132,6 +137,9 @@ fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) 
             );
         }
     }
+    if let Err(error) = tool.check_arguments(&call.arguments) {
+        return Decided::Reject(ToolOutcome::InvalidArguments, error.message().to_owned());
+    }
     let confirm = tool.confirmation(&call.arguments);
     Decided::Run { tool, confirm }
 }
@@ -218,8 +226,16 @@ async fn ask(
         prompt,
         arguments: call.arguments.clone(),
     };
+    // The handler is the application's code: if it panics, nobody said yes.
+    let asked = AssertUnwindSafe(async { handler.confirm(request).await }).catch_unwind();
     tokio::select! {
-        decision = handler.confirm(request) => Ok(decision),
+        decision = asked => decision.map_err(|panic| {
+            tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the confirmation handler panicked; the call is declined");
+            (
+                ToolOutcome::Declined,
+                "Not run: asking the user for confirmation failed.".to_owned(),
+            )
+        }),
         () = cancel.cancelled() => Err(interrupted()),
     }
 }
@@ -232,10 +248,17 @@ async fn execute(
     tool: &dyn Tool,
     cancel: &CancellationToken,
 ) -> (ToolOutcome, String) {
-    let _turn_of_tools = if tool.is_exclusive() {
-        Lock::Exclusive(inner.exclusive.write().await)
-    } else {
-        Lock::Shared(inner.exclusive.read().await)
+    // Waiting for an exclusive tool elsewhere ends with the turn.
+    let turn_of_tools = async {
+        if tool.is_exclusive() {
+            Lock::Exclusive(inner.exclusive.write().await)
+        } else {
+            Lock::Shared(inner.exclusive.read().await)
+        }
+    };
+    let _turn_of_tools = tokio::select! {
+        lock = turn_of_tools => lock,
+        () = cancel.cancelled() => return interrupted(),
     };
     let call_cancel = cancel.child_token();
     let ctx = ToolContext::new(
@@ -246,7 +269,10 @@ async fn execute(
         inner.notifier.clone(),
     );
     let limit = tool.timeout().unwrap_or(inner.tool_timeout);
-    let running = AssertUnwindSafe(tool.call(call.arguments.clone(), ctx)).catch_unwind();
+    // Inside the future, so a panic while the tool builds its future is
+    // caught as well as one while it runs.
+    let running =
+        AssertUnwindSafe(async { tool.call(call.arguments.clone(), ctx).await }).catch_unwind();
     let outcome = tokio::select! {
         outcome = tokio::time::timeout(limit, running) => outcome,
         () = cancel.cancelled() => return interrupted(),
@@ -259,10 +285,7 @@ async fn execute(
             (ToolOutcome::InvalidArguments, error.to_string())
         }
         Ok(Ok(Err(error))) => (ToolOutcome::Failed, format!("Error: {error}")),
-        Ok(Err(panic)) => (
-            ToolOutcome::Panicked,
-            format!("Error: the tool crashed ({}).", panic_message(&*panic)),
-        ),
+        Ok(Err(panic)) => (ToolOutcome::Panicked, crashed(&*panic)),
         Err(_) => (
             ToolOutcome::TimedOut,
             format!("Error: the tool did not finish within {}.", human(limit)),
@@ -310,6 +333,11 @@ fn finished(
         duration,
     };
     (result, record)
+}
+
+/// What the model reads when a tool panicked.
+fn crashed(panic: &(dyn std::any::Any + Send)) -> String {
+    format!("Error: the tool crashed ({}).", panic_message(panic))
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {

@@ -176,13 +176,21 @@ enum Kind {
     Refusal,
 }
 
-/// Parses a call's argument text: empty means `{}`, invalid JSON is kept as a
-/// JSON string so the raw text reaches the error message and history.
+/// Parses a call's argument text: empty means `{}`, an object encoded twice
+/// (as some models write it) is read as the object, and invalid JSON is kept
+/// as a JSON string so the raw text reaches the error message and history.
 pub(crate) fn parse_arguments(raw: String) -> Value {
     if raw.trim().is_empty() {
         return Value::Object(Default::default());
     }
-    serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+    match serde_json::from_str(&raw) {
+        Ok(Value::String(inner)) => match serde_json::from_str(&inner) {
+            Ok(object @ Value::Object(_)) => object,
+            _ => Value::String(inner),
+        },
+        Ok(value) => value,
+        Err(_) => Value::String(raw),
+    }
 }
 
 /// An id for a tool call the server sent without one. Unique within the process
@@ -248,6 +256,11 @@ mod tests {
     fn invalid_arguments_are_kept_as_text() {
         assert_eq!(parse_arguments("{oops".into()), json!("{oops"));
         assert_eq!(parse_arguments("  ".into()), json!({}));
+        assert_eq!(
+            parse_arguments(r#""{\"path\": \"/tmp\"}""#.into()),
+            json!({"path": "/tmp"}),
+            "an object encoded twice"
+        );
     }
 
     #[test]

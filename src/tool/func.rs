@@ -21,6 +21,7 @@ type Handler =
 pub struct FnTool {
     spec: ToolSpec,
     handler: Arc<Handler>,
+    check: fn(&Value) -> Result<(), ToolError>,
     confirm: Option<String>,
     exclusive: bool,
     timeout: Option<Duration>,
@@ -76,24 +77,27 @@ where
     let handler = move |arguments: Value,
                         ctx: ToolContext|
           -> BoxFuture<'static, Result<String, ToolError>> {
-        let parsed = A::deserialize(&arguments);
+        let parsed = parse::<A>(&arguments);
         let f = Arc::clone(&f);
-        Box::pin(async move {
-            let args = parsed.map_err(|e| {
-                ToolError::invalid_arguments(format!(
-                    "invalid arguments: {e}. Check the tool's schema and call it again."
-                ))
-            })?;
-            f(args, ctx).await.into_tool_output()
-        })
+        Box::pin(async move { f(parsed?, ctx).await.into_tool_output() })
     };
     FnTool {
         spec: ToolSpec::new(name, description, super::schema::for_type::<A>()),
         handler: Arc::new(handler),
+        check: |arguments| parse::<A>(arguments).map(drop),
         confirm: None,
         exclusive: false,
         timeout: None,
     }
+}
+
+/// The model's arguments as `A`, or what is wrong with them.
+fn parse<A: DeserializeOwned>(arguments: &Value) -> Result<A, ToolError> {
+    A::deserialize(arguments).map_err(|e| {
+        ToolError::invalid_arguments(format!(
+            "invalid arguments: {e}. Check the tool's schema and call it again."
+        ))
+    })
 }
 
 impl FnTool {
@@ -127,6 +131,10 @@ impl Tool for FnTool {
 
     fn call(&self, arguments: Value, ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>> {
         (self.handler)(arguments, ctx)
+    }
+
+    fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
+        (self.check)(arguments)
     }
 
     fn confirmation(&self, arguments: &Value) -> Option<String> {

@@ -102,6 +102,19 @@ pub trait Tool: Send + Sync + 'static {
     fn availability(&self) -> Result<(), String> {
         Ok(())
     }
+
+    /// Checks the model's arguments without running the tool, so that a
+    /// call `call` would refuse is turned back before the user is asked to
+    /// confirm it (no "Delete {path}?" for a call without a path). Tools made
+    /// with [`from_fn`] or `#[tool]` check them against their arguments
+    /// type; by default, anything passes (`call` still checks).
+    ///
+    /// # Errors
+    /// What is wrong, for the model, as [`ToolError::invalid_arguments`].
+    fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
+        let _ = arguments;
+        Ok(())
+    }
 }
 
 impl fmt::Debug for dyn Tool {

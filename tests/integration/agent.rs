@@ -230,6 +230,164 @@ async fn a_declined_call_returns_cancelled_by_user_and_an_approved_one_runs() {
 }
 
 #[tokio::test]
+async fn a_call_with_bad_arguments_is_turned_back_before_anyone_is_asked() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Rm {
+        #[allow(dead_code)]
+        path: String,
+    }
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    let tool = from_fn("rm", "Delete.", |_: Rm, _| async {}).confirm("Delete {path}?");
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("rm", json!({"file": "/tmp/x"})))
+        .then(MockTurn::new().text("Which file?"));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(tool)
+        .confirm(move |_: ConfirmRequest| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { true }
+        })
+        .build();
+    let reply = agent.handle("a", "delete it").await.unwrap();
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "no \"Delete {{path}}?\"");
+    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::InvalidArguments);
+    let (content, is_error) = &results_of(&mock.requests()[1])[0];
+    assert!(
+        *is_error && content.contains("missing field `path`"),
+        "{content}"
+    );
+}
+
+/// A hand-written tool that panics in its own checks or before its future
+/// exists, each in one of the places the agent calls it.
+struct Fragile {
+    spec: ferrobot::ToolSpec,
+}
+
+impl Fragile {
+    fn new(name: &str) -> Self {
+        Self {
+            spec: ferrobot::ToolSpec::new(name, "Fragile.", json!({"type": "object"})),
+        }
+    }
+}
+
+impl ferrobot::tool::Tool for Fragile {
+    fn spec(&self) -> &ferrobot::ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        _: Value,
+        _: ferrobot::ToolContext,
+    ) -> futures_util::future::BoxFuture<'_, Result<String, ToolError>> {
+        assert!(self.spec.name != "builds", "could not build the future");
+        Box::pin(async { Ok("fine".to_owned()) })
+    }
+
+    fn confirmation(&self, _: &Value) -> Option<String> {
+        assert!(self.spec.name != "asks", "could not word the question");
+        (self.spec.name == "confirms").then(|| "Sure?".to_owned())
+    }
+}
+
+#[tokio::test]
+async fn panics_in_a_tools_checks_or_the_confirmation_handler_fail_only_that_call() {
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .tool_call("builds", json!({}))
+                .tool_call("asks", json!({}))
+                .tool_call("confirms", json!({})),
+        )
+        .then(MockTurn::new().text("Nothing worked."));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(Fragile::new("builds"))
+        .tool(Fragile::new("asks"))
+        .tool(Fragile::new("confirms"))
+        .confirm(|request: ConfirmRequest| async move {
+            assert!(request.tool.is_empty(), "the prompt window is gone");
+            true
+        })
+        .build();
+    let reply = agent.handle("a", "go").await.unwrap();
+    assert_eq!(reply.text, "Nothing worked.");
+    let outcomes: Vec<ToolOutcome> = reply.tool_calls.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ToolOutcome::Panicked,
+            ToolOutcome::Panicked,
+            ToolOutcome::Declined
+        ]
+    );
+    let results = results_of(&mock.requests()[1]);
+    assert_eq!(
+        results[0].0,
+        "Error: the tool crashed (could not build the future)."
+    );
+    assert_eq!(
+        results[1].0,
+        "Error: the tool crashed (could not word the question)."
+    );
+    assert_eq!(
+        results[2].0,
+        "Not run: asking the user for confirmation failed."
+    );
+}
+
+#[tokio::test]
+async fn a_turn_waiting_for_another_conversations_exclusive_tool_can_be_cancelled() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let hold = Arc::clone(&release);
+    let solo = from_fn("solo", "Solo.", move |_: Value, _| {
+        let hold = Arc::clone(&hold);
+        async move { hold.notified().await }
+    })
+    .exclusive(true);
+    let mock = MockProvider::from_fn(|request| {
+        if request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::User)
+        {
+            let tool = if request.messages[0].text() == "hold" {
+                "solo"
+            } else {
+                "echo"
+            };
+            MockTurn::new().tool_call(tool, json!({}))
+        } else {
+            MockTurn::new().text("done")
+        }
+    });
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(solo)
+        .tool(echo_tool("echo"))
+        .build();
+    let holding = agent.stream("a", "hold");
+    let holding = tokio::spawn(holding.into_reply());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let waiting = agent.stream("b", "wait");
+    let stop = waiting.cancellation();
+    let waiting = tokio::spawn(waiting.into_reply());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.cancel();
+    let ended = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the cancelled turn ends without waiting for `solo`")
+        .unwrap();
+    assert!(matches!(ended, Err(Error::Cancelled)), "{ended:?}");
+    release.notify_one();
+    assert_eq!(holding.await.unwrap().unwrap().text, "done");
+}
+
+#[tokio::test]
 async fn calls_run_one_at_a_time_when_one_needs_confirmation() {
     let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let mock = MockProvider::new()

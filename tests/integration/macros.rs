@@ -141,6 +141,15 @@ fn attributes_become_tool_policy() {
     assert!(configured.is_exclusive());
     assert!(!hello.is_exclusive());
     assert_eq!(disk_usage.confirmation(&json!({})), None);
+    // Arguments are checked without running the tool, naming every problem.
+    assert!(hello.check_arguments(&json!({"who": "Cy"})).is_ok());
+    let bad = hello.check_arguments(&json!({"whom": "Cy"})).unwrap_err();
+    assert!(bad.is_invalid_arguments());
+    assert!(
+        bad.message().contains("`who` is missing"),
+        "{}",
+        bad.message()
+    );
     let reason = exotic.availability().unwrap_err();
     assert_eq!(
         reason,

@@ -247,6 +247,14 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
             #[allow(non_camel_case_types, dead_code)]
             struct __ferrobot_args { #(#fields),* }
 
+            /// The model's arguments, or every problem with them.
+            fn __ferrobot_parse(
+                arguments: ::ferrobot::__private::Value,
+            ) -> ::std::result::Result<__ferrobot_args, ::ferrobot::tool::ToolError> {
+                let arguments = ::ferrobot::__private::normalize(arguments);
+                ::ferrobot::__private::parse_arguments(#name, &arguments, &[#(#field_checks),*])
+            }
+
             impl ::ferrobot::tool::Tool for #holder {
                 fn spec(&self) -> &::ferrobot::ToolSpec {
                     static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
@@ -261,16 +269,18 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
                     ctx: ::ferrobot::ToolContext,
                 ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
                     ::std::boxed::Box::pin(async move {
-                        let arguments = ::ferrobot::__private::normalize(arguments);
-                        let __args: __ferrobot_args = ::ferrobot::__private::parse_arguments(
-                            #name,
-                            &arguments,
-                            &[#(#field_checks),*],
-                        )?;
+                        let __args = __ferrobot_parse(arguments)?;
                         #(#states)*
                         let __out = #call(#(#call_args),*) #awaited;
                         #convert
                     })
+                }
+
+                fn check_arguments(
+                    &self,
+                    arguments: &::ferrobot::__private::Value,
+                ) -> ::std::result::Result<(), ::ferrobot::tool::ToolError> {
+                    __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
                 }
 
                 fn confirmation(&self, arguments: &::ferrobot::__private::Value) -> ::std::option::Option<::std::string::String> {
