@@ -867,20 +867,18 @@ mod getting_started {
     /// Needs a model server: compiled, not run.
     #[allow(dead_code)]
     async fn a_tool_and_streaming() -> ferrobot::Result<()> {
-        use ferrobot::{Agent, provider::OpenAiCompatible, tool::from_fn};
-        use schemars::JsonSchema;
-        use serde::Deserialize;
+        use ferrobot::{Agent, provider::OpenAiCompatible, tool};
 
-        #[derive(Deserialize, JsonSchema)]
-        struct WeatherArgs {
+        /// Current weather in a city.
+        #[tool]
+        async fn weather(
             /// City name, e.g. "Lisbon".
             city: String,
+        ) -> String {
+            // Call a real weather API here.
+            format!("Sunny and 24 °C in {city}.")
         }
 
-        let weather = from_fn("weather", "Current weather in a city.", |args: WeatherArgs, _ctx| async move {
-            // Call a real weather API here.
-            format!("Sunny and 24 °C in {}.", args.city)
-        });
         let agent = Agent::builder()
             .provider(OpenAiCompatible::new("http://localhost:11434/v1").model("qwen3:8b"))
             .tool(weather)

@@ -29,7 +29,7 @@ use crate::message::ToolSpec;
 
 /// Something the model can ask to run.
 ///
-/// Most tools come from [`from_fn`] (or, later, `#[tool]`); implement the
+/// Most tools come from `#[tool]` or [`from_fn`]; implement the
 /// trait by hand for full control.
 ///
 /// # Examples
