@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ferrobot::Agent;
-use ferrobot::bot::{Channel, ChannelError, CommandSpec, Handler, Incoming, serve};
+use ferrobot::bot::{Channel, ChannelError, Handler, Incoming, serve};
 use ferrobot::testing::{MockProvider, MockTurn};
 use futures_util::future::{BoxFuture, join_all};
 
@@ -25,11 +25,7 @@ struct Counting {
 }
 
 impl Channel for Counting {
-    fn start(
-        &self,
-        handler: Handler,
-        _: Vec<CommandSpec>,
-    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             let turns = (0..MESSAGES)
                 .map(|i| handler(Incoming::new(format!("chat-{}", i % 10), "ann", "status?")));

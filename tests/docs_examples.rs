@@ -923,7 +923,7 @@ mod getting_started {
 mod bots {
 use std::sync::{Arc, Mutex};
 
-use ferrobot::bot::{Channel, ChannelError, CommandSpec, Handler, Incoming, serve};
+use ferrobot::bot::{Channel, ChannelError, Handler, Incoming, serve};
 use ferrobot::{Agent, testing::MockProvider};
 use futures_util::future::BoxFuture;
 
@@ -935,7 +935,7 @@ pub struct Scripted {
 }
 
 impl Channel for Scripted {
-    fn start(&self, handler: Handler, _menu: Vec<CommandSpec>) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             for message in &self.script {
                 handler(message.clone()).await;

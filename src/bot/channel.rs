@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::agent::Agent;
 use crate::confirm::{ConfirmHandler, ConfirmRequest, Decision};
@@ -81,15 +82,20 @@ pub enum ChannelError {
 /// [`Agent`]. A channel posts messages and, if the platform can, edits them:
 /// then [`serve`] streams each reply into the chat as the model writes it.
 pub trait Channel: Send + Sync + 'static {
-    /// Connects, publishes `commands` as the platform's command menu, and
-    /// calls `handler` for each incoming message, concurrently (a
-    /// confirmation button must be answerable while its turn waits), until
-    /// the connection ends for good.
-    fn start(
-        &self,
-        handler: Handler,
-        commands: Vec<CommandSpec>,
-    ) -> BoxFuture<'_, Result<(), ChannelError>>;
+    /// Connects and calls `handler` for each incoming message, concurrently
+    /// (a confirmation button must be answerable while its turn waits),
+    /// until the connection ends for good.
+    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>>;
+
+    /// Sets the platform's command menu. [`serve`] calls it before
+    /// [`start`](Self::start), and again whenever the agent's tools change
+    /// (a tools file reloaded, a tool switched on or off): keep the latest
+    /// and publish it once connected, and at once when called later. By
+    /// default, the platform has no menu.
+    fn publish(&self, commands: Vec<CommandSpec>) -> BoxFuture<'_, ()> {
+        let _ = commands;
+        Box::pin(async {})
+    }
 
     /// The longest message the platform takes, and how it counts length.
     /// By default, Discord's 2,000 characters.
@@ -216,6 +222,7 @@ impl Notifier for ChannelNotifier {
 /// the model thinks or a tool runs. A failed turn is answered with the
 /// error's [`user_message`](crate::Error::user_message). `/new` starts a
 /// fresh conversation in that chat; the earlier one stays in the history.
+/// The command menu ([`Channel::publish`]) is kept in step with the tools.
 ///
 /// # Errors
 /// When the channel stops with an error.
@@ -228,6 +235,33 @@ pub async fn serve(agent: Agent, channel: Arc<dyn Channel>) -> Result<(), Channe
             (agent.clone(), Arc::clone(&replies), Arc::clone(&sessions));
         Box::pin(async move { live::answer(&agent, channel.as_ref(), &sessions, incoming).await })
     });
-    let commands = command_specs(agent_tools.tools());
-    channel.start(handler, commands).await
+    let menu = command_specs(agent_tools.tools());
+    channel.publish(menu.clone()).await;
+    let _menu = AbortOnDropHandle::new(tokio::spawn(follow_menu(
+        agent_tools,
+        Arc::clone(&channel),
+        menu,
+    )));
+    channel.start(handler).await
+}
+
+/// Publishes the command menu again whenever it changes: a moment after
+/// the tools change, so that a tools file reloaded tool by tool is
+/// published once, whole.
+async fn follow_menu(agent: Agent, channel: Arc<dyn Channel>, mut published: Vec<CommandSpec>) {
+    const SETTLE: Duration = Duration::from_millis(300);
+    let mut changes = agent.tools().changes();
+    while changes.changed().await.is_ok() {
+        tokio::time::sleep(SETTLE).await;
+        changes.mark_unchanged();
+        let menu = command_specs(agent.tools());
+        if menu != published {
+            tracing::info!(
+                commands = menu.len(),
+                "the tools changed; publishing the command menu again"
+            );
+            channel.publish(menu.clone()).await;
+            published = menu;
+        }
+    }
 }

@@ -3,6 +3,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
+use tokio::sync::watch;
+
 use super::Tool;
 use crate::message::ToolSpec;
 
@@ -20,9 +22,20 @@ use crate::message::ToolSpec;
 /// assert!(registry.specs().is_empty());
 /// assert!(registry.get("ping").is_some());
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ToolRegistry {
     inner: RwLock<Inner>,
+    /// Marked on every change, for [`changes`](Self::changes).
+    changed: watch::Sender<()>,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self {
+            inner: RwLock::default(),
+            changed: watch::Sender::new(()),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -61,6 +74,8 @@ impl ToolRegistry {
             }
         }
         inner.rebuild_specs();
+        drop(inner);
+        self.changed.send_replace(());
     }
 
     /// Removes the tool called `name`. Returns whether there was one.
@@ -76,6 +91,8 @@ impl ToolRegistry {
             }
         }
         inner.rebuild_specs();
+        drop(inner);
+        self.changed.send_replace(());
         true
     }
 
@@ -116,8 +133,30 @@ impl ToolRegistry {
         };
         if changed {
             inner.rebuild_specs();
+            drop(inner);
+            self.changed.send_replace(());
         }
         true
+    }
+
+    /// Tells of every change to the tools or to which are enabled, as it
+    /// happens: `changed().await` on the receiver returns after the next one
+    /// (several quick changes may be seen as one). A bot uses it to keep its
+    /// command menu in step.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use ferrobot::tool::{ToolRegistry, from_fn};
+    /// let registry = ToolRegistry::new();
+    /// let mut changes = registry.changes();
+    /// registry.register(from_fn("ping", "Reply pong.", |_: serde_json::Value, _| async { "pong" }));
+    /// changes.changed().await.unwrap();
+    /// assert!(!changes.has_changed().unwrap());
+    /// # }
+    /// ```
+    pub fn changes(&self) -> watch::Receiver<()> {
+        self.changed.subscribe()
     }
 
     /// The specs of the enabled tools, as sent to the model.

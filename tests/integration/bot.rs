@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ferrobot::Agent;
 use ferrobot::bot::{
-    Channel, ChannelConfirm, ChannelError, ChannelNotifier, CommandSpec, Handler, Incoming, serve,
+    Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use ferrobot::provider::ProviderError;
@@ -37,11 +37,7 @@ fn state(done: bool) -> &'static str {
 }
 
 impl Channel for FakeChannel {
-    fn start(
-        &self,
-        handler: Handler,
-        _commands: Vec<CommandSpec>,
-    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             for message in &self.incoming {
                 handler(message.clone()).await;
@@ -303,4 +299,83 @@ async fn a_reply_streams_into_one_message_and_new_starts_afresh() {
     let conversations = agent.history().list().await.unwrap();
     assert_eq!(conversations.len(), 2);
     assert!(conversations.iter().any(|c| c.id.starts_with("chat-1~")));
+}
+
+/// A channel that stays connected until told to stop, and keeps every menu
+/// it is given.
+#[derive(Default)]
+struct MenuChannel {
+    menus: Mutex<Vec<Vec<String>>>,
+    stop: tokio::sync::Notify,
+}
+
+impl Channel for MenuChannel {
+    fn start(&self, _: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.stop.notified().await;
+            Ok(())
+        })
+    }
+
+    fn publish(&self, commands: Vec<ferrobot::bot::CommandSpec>) -> BoxFuture<'_, ()> {
+        let names = commands.into_iter().map(|c| c.name).collect();
+        self.menus.lock().unwrap().push(names);
+        Box::pin(async {})
+    }
+
+    fn post<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: bool,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async { Ok("1".to_owned()) })
+    }
+}
+
+#[tokio::test]
+async fn the_command_menu_follows_the_tools_once_they_settle() {
+    let channel = Arc::new(MenuChannel::default());
+    let agent = Agent::builder()
+        .provider(MockProvider::replying("ok"))
+        .tool(from_fn("uptime", "Uptime.", |_: Value, _| async {
+            "1 day"
+        }))
+        .build();
+    let running = tokio::spawn(serve(agent.clone(), channel.clone()));
+    let menus = || channel.menus.lock().unwrap().clone();
+    let wait_for = |count: usize| async move {
+        for _ in 0..100 {
+            if menus().len() >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{count} menus expected: {:?}", menus());
+    };
+    wait_for(1).await;
+    assert_eq!(menus(), [["uptime"]], "published before connecting");
+    // A tools file reloaded tool by tool is published once, whole.
+    agent.tools().unregister("uptime");
+    agent
+        .tools()
+        .register(from_fn("uptime", "Uptime.", |_: Value, _| async {
+            "1 day"
+        }));
+    agent
+        .tools()
+        .register(from_fn("reboot", "Reboot.", |_: Value, _| async { "" }));
+    wait_for(2).await;
+    agent.tools().set_enabled("uptime", false);
+    wait_for(3).await;
+    // Switching a tool off and on again before it settles changes nothing.
+    agent.tools().set_enabled("reboot", false);
+    agent.tools().set_enabled("reboot", true);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        menus(),
+        [vec!["uptime"], vec!["uptime", "reboot"], vec!["reboot"]]
+    );
+    channel.stop.notify_one();
+    running.await.unwrap().unwrap();
 }

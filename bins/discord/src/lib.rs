@@ -74,6 +74,9 @@ struct Inner {
     refused: Mutex<HashSet<u64>>,
     /// Who the bot is, from READY.
     me: OnceLock<Me>,
+    /// The latest slash-command menu, registered once READY names the
+    /// application.
+    menu: Mutex<Vec<CommandSpec>>,
     /// Interactions whose deferred response was filled in, and when they came.
     answered: Mutex<HashMap<String, Instant>>,
     connected: watch::Sender<bool>,
@@ -179,6 +182,7 @@ impl Discord {
                 questions: Questions::default(),
                 refused: Mutex::default(),
                 me: OnceLock::new(),
+                menu: Mutex::default(),
                 answered: Mutex::default(),
                 connected: watch::Sender::new(false),
             }),
@@ -271,9 +275,10 @@ impl Inner {
                 .is_none_or(|g| self.allowed_guilds.is_empty() || self.allowed_guilds.contains(&g))
     }
 
-    /// The slash-command menu: `/new`, `/help`, then the tools Discord can
-    /// name, with typed options.
-    async fn publish(&self, application: Id<ApplicationMarker>, specs: Vec<CommandSpec>) {
+    /// Registers the latest slash-command menu: `/new`, `/help`, then the
+    /// tools Discord can name, with typed options.
+    async fn set_menu(&self, application: Id<ApplicationMarker>) {
+        let specs = lock(&self.menu).clone();
         let mut names = vec!["new".to_owned(), "help".to_owned()];
         let mut menu = vec![
             json!({"type": 1, "name": "new", "description": "Start a fresh conversation"}),
@@ -766,15 +771,9 @@ fn lenient_interaction(event: &str) -> Option<Interaction> {
 }
 
 impl Channel for Discord {
-    fn start(
-        &self,
-        handler: Handler,
-        commands: Vec<CommandSpec>,
-    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             let inner = &self.inner;
-            // Published once the first READY gives the application id.
-            let mut menu = Some(commands);
             if inner.allowed_users.is_empty() {
                 tracing::warn!(
                     "discord.allowed_user_ids is empty, so everyone is refused: add your Discord user id (the bot logs yours when you write to it)"
@@ -797,13 +796,13 @@ impl Channel for Discord {
                             user: ready.user.id,
                             application: ready.application.id,
                         };
-                        let _ = inner.me.set(me);
+                        let first = inner.me.set(me).is_ok();
                         tracing::info!(bot = %ready.user.name, "connected to Discord");
-                        if let Some(menu) = menu.take() {
+                        if first {
                             // Off the gateway loop: heartbeats and other
                             // events don't wait for the REST call.
                             let inner = Arc::clone(&self.inner);
-                            tokio::spawn(async move { inner.publish(me.application, menu).await });
+                            tokio::spawn(async move { inner.set_menu(me.application).await });
                         }
                         inner.connected.send_replace(true);
                     }
@@ -850,6 +849,16 @@ impl Channel for Discord {
                 }
             }
             Ok(())
+        })
+    }
+
+    fn publish(&self, commands: Vec<CommandSpec>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            *lock(&self.inner.menu) = commands;
+            // Before READY names the application, the first READY registers it.
+            if let Some(me) = self.inner.me.get() {
+                self.inner.set_menu(me.application).await;
+            }
         })
     }
 

@@ -658,8 +658,11 @@ async fn slash_commands_are_registered_typed_and_answered_through_the_interactio
     );
     let model = MockProvider::replying("unused");
     let recorded = model.clone();
+    let mut running = None;
     let (gateway, rest, _server) = start(&[ANN], |channel| {
-        agent(model, &channel, vec![tail.into_tool()])
+        let agent = agent(model, &channel, vec![tail.into_tool()]);
+        running = Some(agent.clone());
+        agent
     })
     .await;
     let menu = rest
@@ -708,6 +711,14 @@ async fn slash_commands_are_registered_typed_and_answered_through_the_interactio
         recorded.requests().is_empty(),
         "the tool ran without the model"
     );
+    // A tool switched off while the bot runs leaves the commands.
+    running.unwrap().tools().set_enabled("tail_log", false);
+    let menu = rest
+        .wait_for(&format!("PUT /api/v10/applications/{APP}/commands"), |m| {
+            m.as_array().unwrap().len() == 2
+        })
+        .await;
+    assert!(!menu.to_string().contains("tail_log"), "{menu}");
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ mod place;
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,6 +65,10 @@ struct Inner {
     questions: Questions,
     /// Strangers already refused once; they get no second answer.
     refused: Mutex<HashSet<u64>>,
+    /// The latest command menu, and whether the token was checked so that
+    /// it can be set.
+    menu: Mutex<Vec<CommandSpec>>,
+    can_set_menu: AtomicBool,
     connected: watch::Sender<bool>,
 }
 
@@ -100,6 +105,8 @@ impl Telegram {
                 edit_interval: Duration::from_millis(settings.edit_interval_ms),
                 questions: Questions::default(),
                 refused: Mutex::default(),
+                menu: Mutex::default(),
+                can_set_menu: AtomicBool::new(false),
                 connected: watch::Sender::new(false),
             }),
         })
@@ -169,8 +176,10 @@ impl Inner {
         }
     }
 
-    /// The `/` menu: `/new`, `/help`, then the tools Telegram can name.
-    async fn publish(&self, commands: &[CommandSpec]) {
+    /// Sets the `/` menu to the latest one: `/new`, `/help`, then the tools
+    /// Telegram can name.
+    async fn set_menu(&self) {
+        let commands = lock(&self.menu).clone();
         let mut menu = vec![
             BotCommand::new("new", "Start a fresh conversation"),
             BotCommand::new("help", "List the commands"),
@@ -416,11 +425,7 @@ fn lenient_text(raw: &serde_json::Value) -> Option<(Place, u64, String)> {
 }
 
 impl Channel for Telegram {
-    fn start(
-        &self,
-        handler: Handler,
-        commands: Vec<CommandSpec>,
-    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             let inner = &self.inner;
             let name = inner.connect().await?;
@@ -429,7 +434,8 @@ impl Channel for Telegram {
                     "telegram.allowed_user_ids is empty, so everyone is refused: add your Telegram user id (the bot tells you yours when you write to it)"
                 );
             }
-            inner.publish(&commands).await;
+            inner.can_set_menu.store(true, Ordering::SeqCst);
+            inner.set_menu().await;
             tracing::info!(bot = %name, "connected to Telegram");
             let mut polling = Polling::builder(inner.bot.clone())
                 .timeout(POLL_WAIT)
@@ -453,6 +459,16 @@ impl Channel for Telegram {
                 }
             }
             Ok(())
+        })
+    }
+
+    fn publish(&self, commands: Vec<CommandSpec>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            *lock(&self.inner.menu) = commands;
+            // Before the token is checked, `start` sets it once it is.
+            if self.inner.can_set_menu.load(Ordering::SeqCst) {
+                self.inner.set_menu().await;
+            }
         })
     }
 

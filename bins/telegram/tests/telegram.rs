@@ -652,8 +652,11 @@ async fn the_command_menu_lists_the_tools_telegram_can_name() {
         )
         .into_tool(),
     ];
+    let mut running = None;
     let _bot = start(&server, &[ANN], |channel| {
-        agent(MockProvider::replying("ok"), &channel, tools)
+        let agent = agent(MockProvider::replying("ok"), &channel, tools);
+        running = Some(agent.clone());
+        agent
     });
     let menu = api.wait_for("SetMyCommands", |_| true).await;
     assert_eq!(
@@ -677,6 +680,14 @@ async fn the_command_menu_lists_the_tools_telegram_can_name() {
         c["text"].as_str().unwrap().contains("tail\\_log")
     })
     .await;
+    // A tool switched off while the bot runs leaves the menu.
+    running.unwrap().tools().set_enabled("tail_log", false);
+    let menu = api
+        .wait_for("SetMyCommands", |m| {
+            m["commands"].as_array().unwrap().len() == 2
+        })
+        .await;
+    assert!(!menu.to_string().contains("tail_log"), "{menu}");
 }
 
 #[tokio::test]
