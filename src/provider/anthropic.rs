@@ -8,7 +8,9 @@ use futures_util::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{build_client, probe, redact, retried, secret};
+use super::http::{
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, probe, redact, retried, secret, shared_setters,
+};
 use super::sse::{self, Events, SseDecoder};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
@@ -86,33 +88,12 @@ impl Anthropic {
             temperature: None,
             thinking: None,
             retry: RetryPolicy::default(),
-            read_timeout: Duration::from_secs(300),
-            client: build_client(Duration::from_secs(10)),
+            read_timeout: READ_TIMEOUT,
+            client: build_client(CONNECT_TIMEOUT),
         }
     }
 
-    /// The model, e.g. `"claude-sonnet-4-20250514"`. Required.
-    #[must_use]
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// The API key, sent as `x-api-key`. By default, none.
-    #[must_use]
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into()).filter(|k| !k.is_empty());
-        self
-    }
-
-    /// Reads the API key from the environment variable `name`, if set.
-    #[must_use]
-    pub fn api_key_env(self, name: &str) -> Self {
-        match std::env::var(name) {
-            Ok(key) => self.api_key(key),
-            Err(_) => self,
-        }
-    }
+    shared_setters!(model: "claude-sonnet-4-20250514", key: "`x-api-key`");
 
     /// The answer's token limit, which the API requires, unless a request
     /// sets its own. By default, 4,096.
@@ -138,13 +119,6 @@ impl Anthropic {
         self
     }
 
-    /// When to retry failed calls. By default, [`RetryPolicy::default()`].
-    #[must_use]
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
     /// The API version and, when a key is set, the key.
     fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
@@ -156,12 +130,7 @@ impl Anthropic {
     }
 
     fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        if self.model.is_empty() {
-            return Err(ProviderError::Config(format!(
-                "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"claude-sonnet-4-20250514\")`",
-                redact(&self.base_url)
-            )));
-        }
+        self.require_model()?;
         let mut max_tokens = request.settings.max_tokens.unwrap_or(self.max_tokens);
         let mut body = json!({
             "model": self.model,

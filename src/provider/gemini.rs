@@ -9,7 +9,9 @@ use futures_util::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use super::http::{build_client, probe, redact, retried, secret};
+use super::http::{
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, probe, redact, retried, secret, shared_setters,
+};
 use super::sse::{self, Events, SseDecoder};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
@@ -82,33 +84,12 @@ impl Gemini {
             temperature: None,
             thinking: None,
             retry: RetryPolicy::default(),
-            read_timeout: Duration::from_secs(300),
-            client: build_client(Duration::from_secs(10)),
+            read_timeout: READ_TIMEOUT,
+            client: build_client(CONNECT_TIMEOUT),
         }
     }
 
-    /// The model, e.g. `"gemini-2.5-flash"`. Required.
-    #[must_use]
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// The API key, sent as `x-goog-api-key`. By default, none.
-    #[must_use]
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into()).filter(|k| !k.is_empty());
-        self
-    }
-
-    /// Reads the API key from the environment variable `name`, if set.
-    #[must_use]
-    pub fn api_key_env(self, name: &str) -> Self {
-        match std::env::var(name) {
-            Ok(key) => self.api_key(key),
-            Err(_) => self,
-        }
-    }
+    shared_setters!(model: "gemini-2.5-flash", key: "`x-goog-api-key`");
 
     /// Sampling temperature, unless a request sets its own. By default, the
     /// server's.
@@ -124,13 +105,6 @@ impl Gemini {
     #[must_use]
     pub fn thinking(mut self, budget_tokens: i64) -> Self {
         self.thinking = Some(budget_tokens);
-        self
-    }
-
-    /// When to retry failed calls. By default, [`RetryPolicy::default()`].
-    #[must_use]
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
         self
     }
 
@@ -151,12 +125,7 @@ impl Gemini {
     }
 
     fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        if self.model.is_empty() {
-            return Err(ProviderError::Config(format!(
-                "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"gemini-2.5-flash\")`",
-                redact(&self.base_url)
-            )));
-        }
+        self.require_model()?;
         let mut body = json!({ "contents": contents(request.messages) });
         if let Some(system) = request.system {
             body["systemInstruction"] = json!({"parts": [{"text": system}]});

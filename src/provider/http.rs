@@ -229,6 +229,77 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
     )
 }
 
+/// How long to wait for a connection, by default.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long to wait for each next piece of an answer, by default: local
+/// models can take minutes to read a long prompt.
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The builder methods every HTTP provider shares, over its fields `model`,
+/// `base_url`, `retry`, `read_timeout` and `client` (and `api_key`, given how
+/// the key is sent): one text for their behaviour and their docs.
+macro_rules! shared_setters {
+    (model: $example:literal $(, key: $sent_as:literal)?) => {
+        #[doc = concat!("The model to ask for, e.g. `\"", $example, "\"`. Required.")]
+        #[must_use]
+        pub fn model(mut self, model: impl Into<String>) -> Self {
+            self.model = model.into();
+            self
+        }
+
+        $(
+            #[doc = concat!("The API key, sent as ", $sent_as, ". By default, none.")]
+            #[must_use]
+            pub fn api_key(mut self, key: impl Into<String>) -> Self {
+                self.api_key = Some(key.into()).filter(|k| !k.is_empty());
+                self
+            }
+
+            /// Reads the API key from the environment variable `name`, if it
+            /// is set. No variable is read implicitly, so a key only goes to
+            /// the server you chose. By default, none.
+            #[must_use]
+            pub fn api_key_env(self, name: &str) -> Self {
+                match std::env::var(name) {
+                    Ok(key) => self.api_key(key),
+                    Err(_) => self,
+                }
+            }
+        )?
+
+        /// When to retry failed calls. By default,
+        /// [`RetryPolicy::default()`](crate::provider::RetryPolicy::default).
+        #[must_use]
+        pub fn retry(mut self, policy: crate::provider::RetryPolicy) -> Self {
+            self.retry = policy;
+            self
+        }
+
+        /// Connection and read time-outs: how long to wait for a connection,
+        /// and for each next piece of the answer. By default, 10 s and 300 s
+        /// (local models can take minutes to read a long prompt).
+        #[must_use]
+        pub fn timeouts(mut self, connect: std::time::Duration, read: std::time::Duration) -> Self {
+            self.read_timeout = read;
+            self.client = crate::provider::http::build_client(connect);
+            self
+        }
+
+        /// A configuration error unless a model is set.
+        fn require_model(&self) -> Result<(), crate::provider::ProviderError> {
+            if self.model.is_empty() {
+                return Err(crate::provider::ProviderError::Config(format!(
+                    concat!("no model set for {}: call `.model(\"…\")`, e.g. `.model(\"", $example, "\")`"),
+                    crate::provider::http::redact(&self.base_url)
+                )));
+            }
+            Ok(())
+        }
+    };
+}
+pub(crate) use shared_setters;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,10 @@ use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::http::{build_client, check_status, redact, retried, send, transport_error};
+use super::http::{
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, check_status, redact, retried, send,
+    shared_setters, transport_error,
+};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
     ToolCallDelta,
@@ -64,17 +67,12 @@ impl Ollama {
             think: None,
             options: Map::new(),
             retry: RetryPolicy::default(),
-            read_timeout: Duration::from_secs(300),
-            client: build_client(Duration::from_secs(10)),
+            read_timeout: READ_TIMEOUT,
+            client: build_client(CONNECT_TIMEOUT),
         }
     }
 
-    /// The model, e.g. `"qwen3:8b"`. Required.
-    #[must_use]
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
+    shared_setters!(model: "qwen3:8b");
 
     /// Whether thinking models should think (`think`). By default, the model's.
     #[must_use]
@@ -90,20 +88,8 @@ impl Ollama {
         self
     }
 
-    /// When to retry failed calls. By default, [`RetryPolicy::default()`].
-    #[must_use]
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
     fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        if self.model.is_empty() {
-            return Err(ProviderError::Config(format!(
-                "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"qwen3:8b\")`",
-                redact(&self.base_url)
-            )));
-        }
+        self.require_model()?;
         let mut options = self.options.clone();
         if let Some(t) = request.settings.temperature {
             options.insert("temperature".into(), json!(t));

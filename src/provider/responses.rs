@@ -9,7 +9,9 @@ use futures_util::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
-use super::http::{build_client, probe, redact, retried, secret};
+use super::http::{
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, probe, redact, retried, secret, shared_setters,
+};
 use super::sse::{self, Events, SseDecoder};
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
@@ -70,33 +72,12 @@ impl OpenAiResponses {
             temperature: None,
             effort: None,
             retry: RetryPolicy::default(),
-            read_timeout: Duration::from_secs(300),
-            client: build_client(Duration::from_secs(10)),
+            read_timeout: READ_TIMEOUT,
+            client: build_client(CONNECT_TIMEOUT),
         }
     }
 
-    /// The model, e.g. `"gpt-5-mini"`. Required.
-    #[must_use]
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// The API key, sent as a bearer token. By default, none.
-    #[must_use]
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into()).filter(|k| !k.is_empty());
-        self
-    }
-
-    /// Reads the API key from the environment variable `name`, if set.
-    #[must_use]
-    pub fn api_key_env(self, name: &str) -> Self {
-        match std::env::var(name) {
-            Ok(key) => self.api_key(key),
-            Err(_) => self,
-        }
-    }
+    shared_setters!(model: "gpt-5-mini", key: "`Authorization: Bearer …`");
 
     /// Sampling temperature, unless a request sets its own. By default, the
     /// server's.
@@ -115,13 +96,6 @@ impl OpenAiResponses {
         self
     }
 
-    /// When to retry failed calls. By default, [`RetryPolicy::default()`].
-    #[must_use]
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
     fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
         if let Some(value) = self
@@ -135,12 +109,7 @@ impl OpenAiResponses {
     }
 
     fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        if self.model.is_empty() {
-            return Err(ProviderError::Config(format!(
-                "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"gpt-5-mini\")`",
-                redact(&self.base_url)
-            )));
-        }
+        self.require_model()?;
         let mut body = json!({
             "model": self.model,
             "input": input(request.messages),

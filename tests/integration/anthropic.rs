@@ -215,6 +215,28 @@ async fn past_the_round_cap_the_tools_stay_described_but_may_not_be_called() {
 }
 
 #[tokio::test]
+async fn a_server_that_does_not_answer_times_out_as_configured() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[]).set_delay(std::time::Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    let provider = client(&server).timeouts(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_millis(200),
+    );
+    let started = std::time::Instant::now();
+    let error = assemble(&provider, &[Message::user("hi")])
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "{error}"
+    );
+    assert!(error.chain().contains("200ms"), "{}", error.chain());
+}
+
+#[tokio::test]
 async fn overloaded_is_retried_and_only_anthropics_own_blocks_go_back() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))

@@ -12,7 +12,10 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
 use self::decode::Decoder;
-use super::http::{build_client, check_status, redact, retried, transport_error};
+use super::http::{
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, check_status, redact, retried, shared_setters,
+    transport_error,
+};
 use super::sse::SseEvents;
 use super::{ChatRequest, EventStream, Health, ProviderError, RetryPolicy, StreamEvent};
 
@@ -65,9 +68,6 @@ impl fmt::Debug for OpenAiCompatible {
     }
 }
 
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(300);
-
 /// Body fields ferrobot writes itself; extra fields may not replace them.
 const OWN_FIELDS: [&str; 4] = ["model", "messages", "tools", "stream"];
 
@@ -89,35 +89,12 @@ impl OpenAiCompatible {
             include_usage: true,
             strict_tools: false,
             retry: RetryPolicy::default(),
-            read_timeout: DEFAULT_READ_TIMEOUT,
-            client: build_client(DEFAULT_CONNECT_TIMEOUT),
+            read_timeout: READ_TIMEOUT,
+            client: build_client(CONNECT_TIMEOUT),
         }
     }
 
-    /// The model to ask for, e.g. `"qwen3:8b"` or `"gpt-4o-mini"`. Required.
-    #[must_use]
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// The API key, sent as `Authorization: Bearer …`. By default, none.
-    #[must_use]
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into()).filter(|k| !k.is_empty());
-        self
-    }
-
-    /// Reads the API key from the environment variable `name`, if it is set.
-    /// The key is never read implicitly, so it is only ever sent to the server
-    /// you chose. By default, none.
-    #[must_use]
-    pub fn api_key_env(mut self, name: &str) -> Self {
-        if let Ok(key) = std::env::var(name) {
-            self = self.api_key(key);
-        }
-        self
-    }
+    shared_setters!(model: "qwen3:8b", key: "`Authorization: Bearer …`");
 
     /// Sampling temperature, unless a request sets its own. By default, the server's.
     #[must_use]
@@ -181,23 +158,6 @@ impl OpenAiCompatible {
         self
     }
 
-    /// When to retry failed calls. By default, [`RetryPolicy::default()`].
-    #[must_use]
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// Connection and read time-outs: how long to wait for a connection, and
-    /// for each next piece of the answer. By default, 10 s and 300 s (local
-    /// models can take minutes to read a long prompt).
-    #[must_use]
-    pub fn timeouts(mut self, connect: Duration, read: Duration) -> Self {
-        self.read_timeout = read;
-        self.client = build_client(connect);
-        self
-    }
-
     /// The base URL requests go to.
     pub fn base_url(&self) -> &str {
         &self.base_url
@@ -205,12 +165,7 @@ impl OpenAiCompatible {
 
     /// Serialises the request body once; retries resend the same bytes.
     fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        if self.model.is_empty() {
-            return Err(ProviderError::Config(format!(
-                "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"qwen3:8b\")`",
-                redact(&self.base_url)
-            )));
-        }
+        self.require_model()?;
         let unless_extra = |key: &str| !self.extra.contains_key(key);
         let body = wire::Body {
             model: &self.model,
