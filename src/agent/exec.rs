@@ -38,7 +38,10 @@ pub(crate) async fn run_calls(
             // A tool's own checks (availability, arguments, the question
             // to ask) are its code too: a panic there fails the call only.
             std::panic::catch_unwind(AssertUnwindSafe(|| decide(inner, call, bad_arguments)))
-                .unwrap_or_else(|panic| Decided::Reject(ToolOutcome::Panicked, crashed(&*panic)))
+                .unwrap_or_else(|panic| {
+                    tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the tool panicked while its call was checked");
+                    Decided::Reject(ToolOutcome::Panicked, crashed(&*panic))
+                })
         })
         .collect();
     let one_at_a_time = decided.iter().any(|d| {

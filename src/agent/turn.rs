@@ -72,9 +72,10 @@ impl<S: EventSink> Turn<'_, S> {
         self.store(std::slice::from_ref(&user)).await?;
         history.push(user);
 
-        let tools = self.inner.tools.specs();
         let mut round = 0;
         loop {
+            // Read each round: a tool switched off mid-turn is not offered again.
+            let tools = self.inner.tools.specs();
             // Past the cap the tools are withdrawn for a last answer (still
             // described: some providers refuse tool calls in a conversation
             // without them).

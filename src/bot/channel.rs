@@ -235,10 +235,13 @@ pub async fn serve(agent: Agent, channel: Arc<dyn Channel>) -> Result<(), Channe
             (agent.clone(), Arc::clone(&replies), Arc::clone(&sessions));
         Box::pin(async move { live::answer(&agent, channel.as_ref(), &sessions, incoming).await })
     });
+    // Subscribed before the menu is read: no change in between is missed.
+    let changes = agent_tools.tools().changes();
     let menu = command_specs(agent_tools.tools());
     channel.publish(menu.clone()).await;
     let _menu = AbortOnDropHandle::new(tokio::spawn(follow_menu(
         agent_tools,
+        changes,
         Arc::clone(&channel),
         menu,
     )));
@@ -248,9 +251,13 @@ pub async fn serve(agent: Agent, channel: Arc<dyn Channel>) -> Result<(), Channe
 /// Publishes the command menu again whenever it changes: a moment after
 /// the tools change, so that a tools file reloaded tool by tool is
 /// published once, whole.
-async fn follow_menu(agent: Agent, channel: Arc<dyn Channel>, mut published: Vec<CommandSpec>) {
+async fn follow_menu(
+    agent: Agent,
+    mut changes: tokio::sync::watch::Receiver<()>,
+    channel: Arc<dyn Channel>,
+    mut published: Vec<CommandSpec>,
+) {
     const SETTLE: Duration = Duration::from_millis(300);
-    let mut changes = agent.tools().changes();
     while changes.changed().await.is_ok() {
         tokio::time::sleep(SETTLE).await;
         changes.mark_unchanged();

@@ -1,9 +1,50 @@
 //! Native command menus (Telegram's `/` menu, Discord's slash commands) from
 //! the agent's tools.
 
+use std::future::Future;
+use std::sync::Mutex;
+
 use serde_json::Value;
 
 use crate::tool::ToolRegistry;
+
+/// A channel's command menu as last given to
+/// [`Channel::publish`](super::Channel::publish), sent to the platform one
+/// request at a time, each with the menu as it is when its turn comes: an
+/// older menu never lands after a newer one.
+///
+/// # Examples
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use ferrobot::bot::LatestMenu;
+/// let menu = LatestMenu::default();
+/// menu.set(Vec::new());
+/// menu.send(|commands| async move { assert!(commands.is_empty()) }).await;
+/// # }
+/// ```
+#[derive(Debug, Default)]
+pub struct LatestMenu {
+    latest: Mutex<Vec<CommandSpec>>,
+    sending: tokio::sync::Mutex<()>,
+}
+
+impl LatestMenu {
+    /// Keeps `commands` as the menu to send.
+    pub fn set(&self, commands: Vec<CommandSpec>) {
+        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = commands;
+    }
+
+    /// Sends the latest menu with `send`, once any send under way is done.
+    pub async fn send<F: Future<Output = ()>>(&self, send: impl FnOnce(Vec<CommandSpec>) -> F) {
+        let _one_at_a_time = self.sending.lock().await;
+        let commands = self
+            .latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        send(commands).await;
+    }
+}
 
 /// A tool as a platform command.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,7 +18,7 @@ mod trace;
 pub use channel::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
 };
-pub use commands::{CommandOption, CommandSpec, OptionKind, command_specs, slash_text};
+pub use commands::{CommandOption, CommandSpec, LatestMenu, OptionKind, command_specs, slash_text};
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, DiscordConfig, HistoryConfig, LlmConfig,
     LoadedConfig, PROVIDERS, Secret, TelegramConfig, ToolsConfig, user_config_file, user_data_dir,

@@ -186,7 +186,7 @@ pub(crate) fn parse_arguments(raw: String) -> Value {
     match serde_json::from_str(&raw) {
         Ok(Value::String(inner)) => match serde_json::from_str(&inner) {
             Ok(object @ Value::Object(_)) => object,
-            _ => Value::String(inner),
+            _ => Value::String(raw),
         },
         Ok(value) => value,
         Err(_) => Value::String(raw),

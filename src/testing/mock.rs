@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::message::{Message, ToolSpec, Usage};
 use crate::provider::{
     ChatRequest, EventStream, FinishReason, Health, ModelSettings, Provider, ProviderError,
-    StreamEvent, ToolCallDelta,
+    StreamEvent, ToolCallDelta, ToolChoice,
 };
 
 /// A [`Provider`] that answers from a script, records every request, and
@@ -146,7 +146,8 @@ impl Provider for MockProvider {
         let recorded = RecordedRequest {
             system: request.system.map(str::to_owned),
             messages: request.messages.to_vec(),
-            tools: request.callable_tools().to_vec(),
+            tools: request.tools.to_vec(),
+            tool_choice: request.tool_choice,
             settings: request.settings.clone(),
         };
         let scripted = lock(&self.inner.script).pop_front();
@@ -192,15 +193,17 @@ pub struct RecordedRequest {
     pub system: Option<String>,
     /// The conversation sent.
     pub messages: Vec<Message>,
-    /// The tools the model may call: none once they are withdrawn for a
-    /// last answer (see [`ToolChoice`](crate::provider::ToolChoice)).
+    /// The tools described.
     pub tools: Vec<ToolSpec>,
+    /// Whether the model could call them: [`ToolChoice::None`] once they are
+    /// withdrawn for a last answer, and for summaries.
+    pub tool_choice: ToolChoice,
     /// The settings sent.
     pub settings: ModelSettings,
 }
 
 impl RecordedRequest {
-    /// The names of the tools offered.
+    /// The names of the tools described.
     pub fn tool_names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name.as_str()).collect()
     }

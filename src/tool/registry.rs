@@ -1,7 +1,7 @@
 //! The agent's catalogue of tools.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockWriteGuard};
 
 use tokio::sync::watch;
 
@@ -26,14 +26,14 @@ use crate::message::ToolSpec;
 pub struct ToolRegistry {
     inner: RwLock<Inner>,
     /// Marked on every change, for [`changes`](Self::changes).
-    changed: watch::Sender<()>,
+    announcer: watch::Sender<()>,
 }
 
 impl Default for ToolRegistry {
     fn default() -> Self {
         Self {
             inner: RwLock::default(),
-            changed: watch::Sender::new(()),
+            announcer: watch::Sender::new(()),
         }
     }
 }
@@ -74,8 +74,7 @@ impl ToolRegistry {
             }
         }
         inner.rebuild_specs();
-        drop(inner);
-        self.changed.send_replace(());
+        self.announce(inner);
     }
 
     /// Removes the tool called `name`. Returns whether there was one.
@@ -91,8 +90,7 @@ impl ToolRegistry {
             }
         }
         inner.rebuild_specs();
-        drop(inner);
-        self.changed.send_replace(());
+        self.announce(inner);
         true
     }
 
@@ -133,8 +131,7 @@ impl ToolRegistry {
         };
         if changed {
             inner.rebuild_specs();
-            drop(inner);
-            self.changed.send_replace(());
+            self.announce(inner);
         }
         true
     }
@@ -156,12 +153,19 @@ impl ToolRegistry {
     /// # }
     /// ```
     pub fn changes(&self) -> watch::Receiver<()> {
-        self.changed.subscribe()
+        self.announcer.subscribe()
     }
 
     /// The specs of the enabled tools, as sent to the model.
     pub fn specs(&self) -> Arc<[ToolSpec]> {
         Arc::clone(&self.inner.read().unwrap_or_else(|e| e.into_inner()).specs)
+    }
+
+    /// Tells the [`changes`](Self::changes) receivers, once the change is
+    /// complete and the lock released.
+    fn announce(&self, inner: RwLockWriteGuard<'_, Inner>) {
+        drop(inner);
+        self.announcer.send_replace(());
     }
 
     /// How many tools are registered.

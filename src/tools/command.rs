@@ -369,6 +369,10 @@ impl Tool for CommandTool {
             .map(|t| fill_placeholders(t, arguments))
     }
 
+    fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
+        self.values(arguments).map(drop)
+    }
+
     fn timeout(&self) -> Option<Duration> {
         // The command's own time-out reports better; give it a moment more.
         Some(self.timeout + Duration::from_secs(1))

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ferrobot::agent::{Status, ToolOutcome};
 use ferrobot::confirm::ConfirmRequest;
-use ferrobot::provider::ProviderError;
+use ferrobot::provider::{ProviderError, ToolChoice};
 use ferrobot::testing::{MockProvider, MockTurn};
 use ferrobot::tool::{FnTool, ToolError, from_fn};
 use ferrobot::{Agent, AgentEvent, Error, Message, Part, Role, Usage};
@@ -511,7 +511,7 @@ async fn disabled_tools_are_hidden_and_refuse_calls() {
 #[tokio::test]
 async fn after_the_round_cap_tools_are_withdrawn_for_a_last_answer() {
     let mock = MockProvider::from_fn(|request| {
-        if request.tools.is_empty() {
+        if request.tool_choice == ToolChoice::None {
             MockTurn::new().text("Here is what I found.")
         } else {
             MockTurn::new().tool_call("echo", json!({}))
@@ -526,7 +526,8 @@ async fn after_the_round_cap_tools_are_withdrawn_for_a_last_answer() {
     assert_eq!(reply.text, "Here is what I found.");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
-    assert!(requests[2].tools.is_empty());
+    assert_eq!(requests[2].tool_choice, ToolChoice::None);
+    assert_eq!(requests[2].tool_names(), ["echo"], "still described");
     assert_eq!(reply.tool_calls.len(), 2);
 }
 

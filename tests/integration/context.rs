@@ -102,6 +102,7 @@ async fn the_agent_sends_only_what_fits_and_keeps_everything() {
 
 mod compaction {
     use ferrobot::history::{Compaction, ContextPolicy};
+    use ferrobot::provider::ToolChoice;
     use ferrobot::testing::{MockProvider, MockTurn};
     use ferrobot::tool::from_fn;
     use ferrobot::{Agent, Message, Role};
@@ -156,6 +157,7 @@ mod compaction {
     async fn then_the_older_part_is_summarised_and_the_current_turn_kept_verbatim() {
         let compaction = Compaction::builder().context_window(600).build();
         let instructions = compaction.instructions.clone();
+        let compaction_instructions = instructions.clone();
         let mock = MockProvider::from_fn(move |request| {
             if request.system.as_deref() == Some(instructions.as_str()) {
                 MockTurn::new().text("They discussed three long topics.")
@@ -165,6 +167,7 @@ mod compaction {
         });
         let agent = Agent::builder()
             .provider(mock.clone())
+            .tool(from_fn("ping", "Ping.", |_: Value, _| async { "pong" }))
             .context(ContextPolicy::builder().compaction(compaction).build())
             .build();
         for topic in ["alpha", "beta", "gamma"] {
@@ -175,6 +178,14 @@ mod compaction {
         }
         agent.handle("a", "short question").await.unwrap();
         let requests = mock.requests();
+        // The summary is asked for with the tools described (the history may
+        // hold calls of them) but not callable.
+        let summarising = requests
+            .iter()
+            .find(|r| r.system.as_deref() == Some(compaction_instructions.as_str()))
+            .expect("a summary was asked for");
+        assert_eq!(summarising.tool_choice, ToolChoice::None);
+        assert_eq!(summarising.tool_names(), ["ping"]);
         let last = requests.last().unwrap();
         assert!(
             last.messages[0].summary,

@@ -222,6 +222,18 @@ mod command_tools {
                 .as_deref(),
             Some("Ping example.org?")
         );
+        // Checked before anyone is asked "Ping ?".
+        assert!(
+            tools[0]
+                .check_arguments(&json!({"host": "example.org"}))
+                .is_ok()
+        );
+        let missing = tools[0].check_arguments(&json!({})).unwrap_err();
+        assert!(
+            missing.message().contains("`host` is missing"),
+            "{}",
+            missing.message()
+        );
         assert_eq!(Tool::timeout(&tools[0]), Some(Duration::from_secs(11)));
 
         let typo =

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferrobot::bot::{
-    Channel, ChannelError, CommandSpec, DiscordConfig, Handler, Incoming, Length, LoadedConfig,
-    OptionKind, Questions, Unanswered, chat_of, decided, slash_text,
+    Channel, ChannelError, CommandSpec, DiscordConfig, Handler, Incoming, LatestMenu, Length,
+    LoadedConfig, OptionKind, Questions, Unanswered, chat_of, decided, slash_text,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::future::BoxFuture;
@@ -76,7 +76,7 @@ struct Inner {
     me: OnceLock<Me>,
     /// The latest slash-command menu, registered once READY names the
     /// application.
-    menu: Mutex<Vec<CommandSpec>>,
+    menu: LatestMenu,
     /// Interactions whose deferred response was filled in, and when they came.
     answered: Mutex<HashMap<String, Instant>>,
     connected: watch::Sender<bool>,
@@ -182,7 +182,7 @@ impl Discord {
                 questions: Questions::default(),
                 refused: Mutex::default(),
                 me: OnceLock::new(),
-                menu: Mutex::default(),
+                menu: LatestMenu::default(),
                 answered: Mutex::default(),
                 connected: watch::Sender::new(false),
             }),
@@ -275,10 +275,16 @@ impl Inner {
                 .is_none_or(|g| self.allowed_guilds.is_empty() || self.allowed_guilds.contains(&g))
     }
 
-    /// Registers the latest slash-command menu: `/new`, `/help`, then the
-    /// tools Discord can name, with typed options.
+    /// Registers the latest slash-command menu.
     async fn set_menu(&self, application: Id<ApplicationMarker>) {
-        let specs = lock(&self.menu).clone();
+        self.menu
+            .send(|commands| self.send_menu(application, commands))
+            .await;
+    }
+
+    /// Registers the slash commands: `/new`, `/help`, then the tools Discord
+    /// can name, with typed options.
+    async fn send_menu(&self, application: Id<ApplicationMarker>, specs: Vec<CommandSpec>) {
         let mut names = vec!["new".to_owned(), "help".to_owned()];
         let mut menu = vec![
             json!({"type": 1, "name": "new", "description": "Start a fresh conversation"}),
@@ -854,7 +860,7 @@ impl Channel for Discord {
 
     fn publish(&self, commands: Vec<CommandSpec>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            *lock(&self.inner.menu) = commands;
+            self.inner.menu.set(commands);
             // Before READY names the application, the first READY registers it.
             if let Some(me) = self.inner.me.get() {
                 self.inner.set_menu(me.application).await;

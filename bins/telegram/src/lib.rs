@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrobot::bot::{
-    Channel, ChannelError, CommandSpec, Handler, Incoming, Length, LoadedConfig, Questions,
-    TelegramConfig, Unanswered, clip, decided,
+    Channel, ChannelError, CommandSpec, Handler, Incoming, LatestMenu, Length, LoadedConfig,
+    Questions, TelegramConfig, Unanswered, clip, decided,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::StreamExt;
@@ -67,7 +67,7 @@ struct Inner {
     refused: Mutex<HashSet<u64>>,
     /// The latest command menu, and whether the token was checked so that
     /// it can be set.
-    menu: Mutex<Vec<CommandSpec>>,
+    menu: LatestMenu,
     can_set_menu: AtomicBool,
     connected: watch::Sender<bool>,
 }
@@ -105,7 +105,7 @@ impl Telegram {
                 edit_interval: Duration::from_millis(settings.edit_interval_ms),
                 questions: Questions::default(),
                 refused: Mutex::default(),
-                menu: Mutex::default(),
+                menu: LatestMenu::default(),
                 can_set_menu: AtomicBool::new(false),
                 connected: watch::Sender::new(false),
             }),
@@ -176,10 +176,13 @@ impl Inner {
         }
     }
 
-    /// Sets the `/` menu to the latest one: `/new`, `/help`, then the tools
-    /// Telegram can name.
+    /// Sets the `/` menu to the latest one.
     async fn set_menu(&self) {
-        let commands = lock(&self.menu).clone();
+        self.menu.send(|commands| self.send_menu(commands)).await;
+    }
+
+    /// Sets the `/` menu: `/new`, `/help`, then the tools Telegram can name.
+    async fn send_menu(&self, commands: Vec<CommandSpec>) {
         let mut menu = vec![
             BotCommand::new("new", "Start a fresh conversation"),
             BotCommand::new("help", "List the commands"),
@@ -464,7 +467,7 @@ impl Channel for Telegram {
 
     fn publish(&self, commands: Vec<CommandSpec>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            *lock(&self.inner.menu) = commands;
+            self.inner.menu.set(commands);
             // Before the token is checked, `start` sets it once it is.
             if self.inner.can_set_menu.load(Ordering::SeqCst) {
                 self.inner.set_menu().await;
