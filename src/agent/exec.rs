@@ -260,6 +260,9 @@ async fn execute(
         }
     };
     let _turn_of_tools = tokio::select! {
+        // The lock first: when it is free, the cancellation isn't even
+        // polled (a waiter on the turn's token costs more than the lock).
+        biased;
         lock = turn_of_tools => lock,
         () = cancel.cancelled() => return interrupted(),
     };
