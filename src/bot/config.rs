@@ -65,6 +65,12 @@ pub struct LlmConfig {
     pub temperature: Option<f32>,
     /// Whether to stream answers. By default, `true`.
     pub streaming: bool,
+    /// How long to wait for a connection to the server, in seconds. By
+    /// default, 10.
+    pub connect_timeout_secs: u64,
+    /// How long to wait for each next piece of an answer, in seconds. By
+    /// default, 300 (a local model can take minutes to read a long prompt).
+    pub read_timeout_secs: u64,
 }
 
 impl fmt::Debug for LlmConfig {
@@ -228,6 +234,8 @@ impl Default for Config {
                 api_key_env: None,
                 temperature: None,
                 streaming: true,
+                connect_timeout_secs: 10,
+                read_timeout_secs: 300,
             },
             agent: AgentConfig {
                 system_prompt: "You are a careful system administration assistant running on the user's machine. \
@@ -464,6 +472,16 @@ impl Config {
                 )));
             }
         }
+        for (key, secs) in [
+            ("llm.connect_timeout_secs", self.llm.connect_timeout_secs),
+            ("llm.read_timeout_secs", self.llm.read_timeout_secs),
+        ] {
+            if secs == 0 {
+                return Err(ConfigError::Invalid(format!(
+                    "`{key}` is 0; give a number of seconds to wait, e.g. 10 to connect and 300 to read"
+                )));
+            }
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(
                 "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),
@@ -592,62 +610,51 @@ impl LoadedConfig {
     /// variable `llm.api_key_env` names.
     pub fn provider(&self) -> std::sync::Arc<dyn crate::provider::Provider> {
         let llm = &self.config.llm;
+        // Anthropic and Gemini take the default base URL (a local Ollama)
+        // as their vendor's own.
+        #[cfg(any(feature = "anthropic", feature = "gemini"))]
+        let vendors = llm.base_url == Config::default().llm.base_url;
         #[cfg(feature = "ollama")]
         if llm.provider == "ollama" {
             let root = llm.base_url.trim_end_matches('/').trim_end_matches("/v1");
-            let mut ollama = crate::provider::Ollama::new(root).model(&llm.model);
-            if let Some(temperature) = llm.temperature {
-                ollama = ollama.option("temperature", serde_json::json!(temperature));
-            }
-            return std::sync::Arc::new(ollama);
+            return self.configured(crate::provider::Ollama::new(root));
         }
         #[cfg(feature = "anthropic")]
         if llm.provider == "anthropic" {
-            let mut claude = if llm.base_url == Config::default().llm.base_url {
+            return self.configured(if vendors {
                 crate::provider::Anthropic::new()
             } else {
                 crate::provider::Anthropic::with_base_url(&llm.base_url)
-            }
-            .model(&llm.model);
-            if let Some(temperature) = llm.temperature {
-                claude = claude.temperature(temperature);
-            }
-            if let Some(key) = self.api_key() {
-                claude = claude.api_key(key);
-            }
-            return std::sync::Arc::new(claude);
+            });
         }
         #[cfg(feature = "gemini")]
         if llm.provider == "gemini" {
-            let mut gemini = if llm.base_url == Config::default().llm.base_url {
+            return self.configured(if vendors {
                 crate::provider::Gemini::new()
             } else {
                 crate::provider::Gemini::with_base_url(&llm.base_url)
-            }
-            .model(&llm.model);
-            if let Some(temperature) = llm.temperature {
-                gemini = gemini.temperature(temperature);
-            }
-            if let Some(key) = self.api_key() {
-                gemini = gemini.api_key(key);
-            }
-            return std::sync::Arc::new(gemini);
+            });
         }
         #[cfg(feature = "responses")]
         if llm.provider == "responses" {
-            let mut responses =
-                crate::provider::OpenAiResponses::new(&llm.base_url).model(&llm.model);
-            if let Some(temperature) = llm.temperature {
-                responses = responses.temperature(temperature);
-            }
-            if let Some(key) = self.api_key() {
-                responses = responses.api_key(key);
-            }
-            return std::sync::Arc::new(responses);
+            return self.configured(crate::provider::OpenAiResponses::new(&llm.base_url));
         }
-        let mut provider = crate::provider::OpenAiCompatible::new(&llm.base_url)
-            .model(&llm.model)
-            .streaming(llm.streaming);
+        self.configured(
+            crate::provider::OpenAiCompatible::new(&llm.base_url).streaming(llm.streaming),
+        )
+    }
+
+    /// `provider` with what `[llm]` says of every dialect: the model, the
+    /// time-outs, the temperature and the key.
+    fn configured<P: Configure>(
+        &self,
+        provider: P,
+    ) -> std::sync::Arc<dyn crate::provider::Provider> {
+        let llm = &self.config.llm;
+        let mut provider = provider.model(&llm.model).timeouts(
+            std::time::Duration::from_secs(llm.connect_timeout_secs),
+            std::time::Duration::from_secs(llm.read_timeout_secs),
+        );
         if let Some(temperature) = llm.temperature {
             provider = provider.temperature(temperature);
         }
@@ -667,3 +674,68 @@ impl LoadedConfig {
         }
     }
 }
+
+/// The settings `[llm]` gives every dialect (the bots build their provider
+/// only with the default `openai` feature on).
+#[cfg(feature = "openai")]
+mod configure {
+    /// The settings `[llm]` gives every dialect, whatever its builder calls
+    /// them.
+    pub(super) trait Configure: crate::provider::Provider + Sized + 'static {
+        fn model(self, model: &str) -> Self;
+        fn timeouts(self, connect: std::time::Duration, read: std::time::Duration) -> Self;
+        fn temperature(self, temperature: f32) -> Self;
+        fn api_key(self, key: String) -> Self;
+    }
+
+    /// `Configure` through the builder's own methods of the same names.
+    macro_rules! configure_by_builder {
+        ($($(#[$cfg:meta])* $provider:ty),*) => {$(
+            $(#[$cfg])*
+            impl Configure for $provider {
+                fn model(self, model: &str) -> Self {
+                    <$provider>::model(self, model)
+                }
+                fn timeouts(self, connect: std::time::Duration, read: std::time::Duration) -> Self {
+                    <$provider>::timeouts(self, connect, read)
+                }
+                fn temperature(self, temperature: f32) -> Self {
+                    <$provider>::temperature(self, temperature)
+                }
+                fn api_key(self, key: String) -> Self {
+                    <$provider>::api_key(self, key)
+                }
+            }
+        )*};
+    }
+
+    configure_by_builder!(
+        #[cfg(feature = "openai")]
+        crate::provider::OpenAiCompatible,
+        #[cfg(feature = "anthropic")]
+        crate::provider::Anthropic,
+        #[cfg(feature = "gemini")]
+        crate::provider::Gemini,
+        #[cfg(feature = "responses")]
+        crate::provider::OpenAiResponses
+    );
+
+    /// Ollama takes the temperature as a model option, and no key.
+    #[cfg(feature = "ollama")]
+    impl Configure for crate::provider::Ollama {
+        fn model(self, model: &str) -> Self {
+            Self::model(self, model)
+        }
+        fn timeouts(self, connect: std::time::Duration, read: std::time::Duration) -> Self {
+            Self::timeouts(self, connect, read)
+        }
+        fn temperature(self, temperature: f32) -> Self {
+            self.option("temperature", serde_json::json!(temperature))
+        }
+        fn api_key(self, _: String) -> Self {
+            self
+        }
+    }
+}
+#[cfg(feature = "openai")]
+use configure::Configure;

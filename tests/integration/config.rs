@@ -121,3 +121,45 @@ fn defaults_need_no_file() {
     assert!(loaded.file.is_none());
     assert!(loaded.history_path().ends_with("history.db"));
 }
+
+/// `[llm]`'s time-outs and key reach every dialect the bots can build.
+#[tokio::test]
+async fn the_llm_section_sets_time_outs_for_every_dialect() {
+    use futures_util::StreamExt;
+    use std::time::Duration;
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    let uri = server.uri();
+    let dialects = ["openai", "ollama", "anthropic", "gemini", "responses"].map(|dialect| {
+        let uri = uri.clone();
+        async move {
+            let mut loaded = Config::load(&ConfigSource::defaults_only()).unwrap();
+            loaded.config.llm.provider = dialect.into();
+            loaded.config.llm.base_url = format!("{uri}/v1");
+            loaded.config.llm.read_timeout_secs = 1;
+            let provider = loaded.provider();
+            let messages = [ferrobot::Message::user("hi")];
+            let first = provider
+                .stream(ferrobot::provider::ChatRequest::new(&messages))
+                .next()
+                .await;
+            // The server answers after 5 s; the error names the 1 s waited.
+            let Some(Err(error)) = first else {
+                panic!("{dialect}: {first:?}");
+            };
+            assert!(error.chain().contains("1s"), "{dialect}: {}", error.chain());
+        }
+    });
+    futures_util::future::join_all(dialects).await;
+    Jail::expect_with(|jail| {
+        jail.create_file("zero.toml", "[llm]\nread_timeout_secs = 0\n")?;
+        let error = Config::load(&ConfigSource::new().file("zero.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`llm.read_timeout_secs` is 0"), "{error}");
+        Ok(())
+    });
+}
