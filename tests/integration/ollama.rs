@@ -9,6 +9,44 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{Recording, assemble, bodies, recordings};
 
+/// Past the round cap no tools are sent.
+#[tokio::test]
+async fn past_the_round_cap_no_tools_are_sent() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let line = if body["tools"].as_array().is_some_and(|t| !t.is_empty()) {
+                json!({"message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "count", "arguments": {}}}]}, "done": true, "done_reason": "stop"})
+            } else {
+                json!({"message": {"role": "assistant", "content": "Still zero."}, "done": true, "done_reason": "stop"})
+            };
+            ResponseTemplate::new(200).set_body_raw(format!("{line}\n"), "application/x-ndjson")
+        })
+        .mount(&server)
+        .await;
+    let count = from_fn("count", "Count.", |_: Value, _| async { 0 });
+    let agent = Agent::builder()
+        .provider(
+            Ollama::new(server.uri())
+                .model("m")
+                .retry(RetryPolicy::none()),
+        )
+        .tool(count)
+        .max_tool_rounds(1)
+        .build();
+    let reply = agent.handle("a", "count again").await.unwrap();
+    assert_eq!(reply.text, "Still zero.");
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert!(
+        bodies[1]["tools"].as_array().is_none_or(Vec::is_empty),
+        "{}",
+        bodies[1]
+    );
+}
+
 /// Replays every recording of corpus/05 and compares with `expected.json`.
 #[tokio::test]
 async fn ollama_recordings_assemble_as_recorded() {

@@ -86,6 +86,49 @@ async fn responses_recordings_assemble_as_recorded() {
     }
 }
 
+/// Past the round cap no tools are sent: the conversation's calls and
+/// outputs are fine without them here.
+#[tokio::test]
+async fn past_the_round_cap_no_tools_are_sent() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            if body.get("tools").is_some() {
+                sse(&[
+                    json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "count", "arguments": ""}}),
+                    json!({"type": "response.function_call_arguments.done", "output_index": 0, "item_id": "fc_1", "arguments": "{}"}),
+                    completed(5, 5),
+                ])
+            } else {
+                sse(&[
+                    json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_1"}}),
+                    json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Still zero."}),
+                    completed(5, 3),
+                ])
+            }
+        })
+        .mount(&server)
+        .await;
+    let count = from_fn("count", "Count.", |_: Value, _| async { 0 });
+    let agent = Agent::builder()
+        .provider(client(&server))
+        .tool(count)
+        .max_tool_rounds(1)
+        .build();
+    let reply = agent.handle("a", "count again").await.unwrap();
+    assert_eq!(reply.text, "Still zero.");
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies[1].get("tools").is_none() && bodies[1].get("tool_choice").is_none());
+    assert!(
+        bodies[1]["input"]
+            .to_string()
+            .contains("function_call_output")
+    );
+}
+
 #[tokio::test]
 async fn a_tool_round_sends_the_reasoning_item_and_call_id_back() {
     let server = MockServer::start().await;
