@@ -164,7 +164,11 @@ impl Agent {
 
     /// Runs one turn of `conversation` and returns the reply.
     ///
-    /// `conversation` is any stable id: a user, a chat, a channel.
+    /// `conversation` is any stable id: a user, a chat, a channel. The turn
+    /// runs inside this future: dropping it stops the turn where it is, and
+    /// what the model had written of its answer is not kept. To stop a turn
+    /// and keep that, use [`stream`](Self::stream) and its
+    /// [`cancellation`](TurnStream::cancellation).
     ///
     /// # Errors
     /// [`Error::Provider`] when the model endpoint fails (show
