@@ -261,11 +261,15 @@ async fn execute(
     };
     let _turn_of_tools = tokio::select! {
         // The lock first: when it is free, the cancellation isn't even
-        // polled (a waiter on the turn's token costs more than the lock).
+        // polled (a waiter on the turn's token costs more than the lock)…
         biased;
         lock = turn_of_tools => lock,
         () = cancel.cancelled() => return interrupted(),
     };
+    // …so a turn cancelled meanwhile is caught here, before the tool starts.
+    if cancel.is_cancelled() {
+        return interrupted();
+    }
     let call_cancel = cancel.child_token();
     let ctx = ToolContext::new(
         Arc::clone(conversation),

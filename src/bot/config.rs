@@ -476,9 +476,9 @@ impl Config {
             ("llm.connect_timeout_secs", self.llm.connect_timeout_secs),
             ("llm.read_timeout_secs", self.llm.read_timeout_secs),
         ] {
-            if secs == 0 {
+            if !(1..=86_400).contains(&secs) {
                 return Err(ConfigError::Invalid(format!(
-                    "`{key}` is 0; give a number of seconds to wait, e.g. 10 to connect and 300 to read"
+                    "`{key}` is {secs}; give a number of seconds from 1 to 86400 (a day), e.g. 10 to connect and 300 to read"
                 )));
             }
         }

@@ -261,6 +261,11 @@ mod tests {
             json!({"path": "/tmp"}),
             "an object encoded twice"
         );
+        assert_eq!(
+            parse_arguments(r#""hi""#.into()),
+            json!(r#""hi""#),
+            "anything else encoded twice stays as the model wrote it"
+        );
     }
 
     #[test]

@@ -300,6 +300,60 @@ macro_rules! shared_setters {
 }
 pub(crate) use shared_setters;
 
+/// Tells when a response body has been silent for a whole read time-out.
+/// Reading the clock on every read cost more than parsing the bytes, so a
+/// read only marks progress; the clock is read when the body next keeps us
+/// waiting, and the timer is re-armed only when it fires early.
+pub(crate) struct IdleTimer {
+    timeout: Duration,
+    /// When the body was last seen sending bytes, as of the last wait.
+    last_read: std::time::Instant,
+    /// Whether bytes came since `last_read` was set.
+    progressed: bool,
+    /// Fires at the earliest moment the time-out could have passed; armed
+    /// when the body first keeps us waiting.
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl IdleTimer {
+    pub(crate) fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            last_read: std::time::Instant::now(),
+            progressed: false,
+            sleep: None,
+        }
+    }
+
+    /// Bytes came in.
+    pub(crate) fn read(&mut self) {
+        self.progressed = true;
+    }
+
+    /// Whether the body has been silent for the whole time-out; if not, the
+    /// task is woken when it could be.
+    pub(crate) fn timed_out(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        if std::mem::take(&mut self.progressed) {
+            self.last_read = std::time::Instant::now();
+        }
+        // A time-out too long to add to a clock reading never fires.
+        let Some(deadline) = self.last_read.checked_add(self.timeout) else {
+            return false;
+        };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        while sleep.as_mut().poll(cx).is_ready() {
+            if deadline <= tokio::time::Instant::now() {
+                return true;
+            }
+            sleep.as_mut().reset(deadline);
+        }
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

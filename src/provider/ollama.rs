@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::http::{
-    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, check_status, redact, retried, send,
+    CONNECT_TIMEOUT, IdleTimer, READ_TIMEOUT, build_client, check_status, redact, retried, send,
     shared_setters, transport_error,
 };
 use super::{
@@ -127,14 +127,16 @@ impl Ollama {
             .body(body);
         let response = send(request, &redact(&self.endpoint), self.read_timeout).await?;
         let response = check_status(response).await.map_err(with_hint)?;
-        let endpoint = redact(&self.endpoint);
-        let timeout = self.read_timeout;
-        let lines = NdjsonLines::new(response.bytes_stream().boxed());
+        let lines = NdjsonLines::new(
+            response.bytes_stream().boxed(),
+            redact(&self.endpoint),
+            self.read_timeout,
+        );
         let mut decoder = Decoder::default();
         let events = lines
             .map(move |line| match line {
                 Ok(line) => decoder.line(&line),
-                Err(e) => vec![Err(transport_error(&endpoint, timeout, e))],
+                Err(error) => vec![Err(error)],
             })
             .flat_map(stream::iter);
         Ok(events.boxed())
@@ -330,27 +332,38 @@ impl Decoder {
     }
 }
 
-/// Lines of an NDJSON body, however the network splits it.
+/// Lines of an NDJSON body, however the network splits it, until the
+/// server falls silent for the read time-out.
 struct NdjsonLines<'a> {
     body: futures_util::stream::BoxStream<'a, reqwest::Result<Bytes>>,
     buffer: Vec<u8>,
     ready: VecDeque<String>,
     done: bool,
+    endpoint: String,
+    read_timeout: Duration,
+    idle: IdleTimer,
 }
 
 impl<'a> NdjsonLines<'a> {
-    fn new(body: futures_util::stream::BoxStream<'a, reqwest::Result<Bytes>>) -> Self {
+    fn new(
+        body: futures_util::stream::BoxStream<'a, reqwest::Result<Bytes>>,
+        endpoint: String,
+        read_timeout: Duration,
+    ) -> Self {
         Self {
             body,
             buffer: Vec::new(),
             ready: VecDeque::new(),
             done: false,
+            endpoint,
+            read_timeout,
+            idle: IdleTimer::new(read_timeout),
         }
     }
 }
 
 impl futures_core::Stream for NdjsonLines<'_> {
-    type Item = reqwest::Result<String>;
+    type Item = Result<String, ProviderError>;
 
     fn poll_next(
         mut self: std::pin::Pin<&mut Self>,
@@ -365,8 +378,20 @@ impl futures_core::Stream for NdjsonLines<'_> {
             if this.done {
                 return Poll::Ready(None);
             }
-            match std::task::ready!(this.body.poll_next_unpin(cx)) {
+            let next = match this.body.poll_next_unpin(cx) {
+                Poll::Ready(next) => next,
+                Poll::Pending if this.idle.timed_out(cx) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(ProviderError::Timeout {
+                        endpoint: this.endpoint.clone(),
+                        after: this.read_timeout,
+                    })));
+                }
+                Poll::Pending => return Poll::Pending,
+            };
+            match next {
                 Some(Ok(bytes)) => {
+                    this.idle.read();
                     this.buffer.extend_from_slice(&bytes);
                     while let Some(end) = this.buffer.iter().position(|&b| b == b'\n') {
                         let line: Vec<u8> = this.buffer.drain(..=end).collect();
@@ -374,7 +399,14 @@ impl futures_core::Stream for NdjsonLines<'_> {
                             .push_back(String::from_utf8_lossy(&line).into_owned());
                     }
                 }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                Some(Err(e)) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(transport_error(
+                        &this.endpoint,
+                        this.read_timeout,
+                        e,
+                    ))));
+                }
                 None => {
                     this.done = true;
                     if !this.buffer.is_empty() {

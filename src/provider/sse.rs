@@ -3,13 +3,13 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
 
-use super::http::transport_error;
+use super::http::{IdleTimer, transport_error};
 use super::{ProviderError, StreamEvent};
 
 /// Where decoded events go, in order.
@@ -63,14 +63,7 @@ pub(crate) struct SseEvents<S, D> {
     done: bool,
     /// An error that ends the stream once the events decoded before it are out.
     error: Option<ProviderError>,
-    /// When the server was last seen sending bytes, updated when it next
-    /// keeps us waiting: reading the clock per read cost more than parsing.
-    last_read: Instant,
-    /// Whether bytes came since `last_read` was set.
-    progressed: bool,
-    /// Fires at the earliest moment the read time-out could have passed;
-    /// armed when the server first keeps us waiting.
-    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    idle: IdleTimer,
 }
 
 /// POSTs the JSON `body` to `url` with `headers`, and once the server
@@ -115,9 +108,7 @@ impl<S, D: SseDecoder> SseEvents<S, D> {
             read_timeout,
             done: false,
             error: None,
-            last_read: Instant::now(),
-            progressed: false,
-            idle: None,
+            idle: IdleTimer::new(read_timeout),
         }
     }
 
@@ -191,28 +182,6 @@ impl<S, D: SseDecoder> SseEvents<S, D> {
         self.data.clear();
         result
     }
-
-    /// Whether the server has been silent for the whole read time-out.
-    /// The timer is re-armed only when it fires early (bytes came in the
-    /// meantime), not on every read.
-    fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
-        if std::mem::take(&mut self.progressed) {
-            self.last_read = Instant::now();
-        }
-        let timeout = self.read_timeout;
-        let last_read = self.last_read;
-        let deadline = move || tokio::time::Instant::from_std(last_read + timeout);
-        let idle = self
-            .idle
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline())));
-        while idle.as_mut().poll(cx).is_ready() {
-            if deadline() <= tokio::time::Instant::now() {
-                return true;
-            }
-            idle.as_mut().reset(deadline());
-        }
-        false
-    }
 }
 
 fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
@@ -249,7 +218,7 @@ where
             } else {
                 match this.body.poll_next_unpin(cx) {
                     Poll::Ready(Some(Ok(bytes))) => {
-                        this.progressed = true;
+                        this.idle.read();
                         this.buf.extend_from_slice(&bytes);
                         this.parse()
                     }
@@ -260,7 +229,7 @@ where
                         this.body_done = true;
                         Ok(())
                     }
-                    Poll::Pending if this.timed_out(cx) => Err(ProviderError::Timeout {
+                    Poll::Pending if this.idle.timed_out(cx) => Err(ProviderError::Timeout {
                         endpoint: this.endpoint.clone(),
                         after: this.read_timeout,
                     }),

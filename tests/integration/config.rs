@@ -122,7 +122,7 @@ fn defaults_need_no_file() {
     assert!(loaded.history_path().ends_with("history.db"));
 }
 
-/// `[llm]`'s time-outs and key reach every dialect the bots can build.
+/// `[llm]`'s time-outs reach every dialect the bots can build.
 #[tokio::test]
 async fn the_llm_section_sets_time_outs_for_every_dialect() {
     use futures_util::StreamExt;
@@ -160,6 +160,14 @@ async fn the_llm_section_sets_time_outs_for_every_dialect() {
             .unwrap_err()
             .to_string();
         assert!(error.contains("`llm.read_timeout_secs` is 0"), "{error}");
+        jail.create_file(
+            "forever.toml",
+            "[llm]\nconnect_timeout_secs = 999999999999\n",
+        )?;
+        let error = Config::load(&ConfigSource::new().file("forever.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("from 1 to 86400"), "{error}");
         Ok(())
     });
 }

@@ -47,6 +47,36 @@ async fn past_the_round_cap_no_tools_are_sent() {
     );
 }
 
+#[tokio::test]
+async fn a_server_that_stops_sending_times_out_after_what_it_sent() {
+    use ferrobot::provider::{Provider, ProviderError, StreamEvent};
+    use futures_util::StreamExt;
+    let addr = crate::support::serve_then_stall(
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"done\":false}\n",
+    )
+    .await;
+    let provider = Ollama::new(format!("http://{addr}"))
+        .model("m")
+        .retry(RetryPolicy::none())
+        .timeouts(
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_millis(300),
+        );
+    let messages = [Message::user("x")];
+    let mut stream = provider.stream(ferrobot::provider::ChatRequest::new(&messages));
+    assert_eq!(
+        stream.next().await.unwrap().unwrap(),
+        StreamEvent::TextDelta("Hel".into())
+    );
+    let error = stream.next().await.unwrap().unwrap_err();
+    assert!(matches!(error, ProviderError::Timeout { .. }), "{error}");
+    assert!(
+        error.to_string().ends_with("did not answer within 300ms"),
+        "{error}"
+    );
+    assert!(stream.next().await.is_none(), "nothing after the time-out");
+}
+
 /// Replays every recording of corpus/05 and compares with `expected.json`.
 #[tokio::test]
 async fn ollama_recordings_assemble_as_recorded() {
