@@ -23,7 +23,8 @@ pub struct Incoming {
     pub conversation: String,
     /// Who sent it, as the platform names users.
     pub user: String,
-    /// What they wrote.
+    /// What they wrote; empty for a message without text (a photo, a
+    /// voice note), which [`serve`] answers by saying it reads only text.
     pub text: String,
     /// Where the reply goes when not to `conversation` itself, in the
     /// channel's own terms (a Discord slash command's interaction); passed to

@@ -18,6 +18,7 @@ const TYPING_EVERY: Duration = Duration::from_secs(4);
 
 const FRESH: &str = "Started a fresh conversation. The earlier one is kept in the history.";
 const NOTHING: &str = "(no output)";
+const ONLY_TEXT: &str = "I can only read text for now: please write your question (a photo, file or voice note doesn't reach me).";
 /// How long drafts wait after the platform refused one.
 const DRAFT_PAUSE: Duration = Duration::from_secs(5);
 const CUT_SHORT: &str = "The answer was cut short by an internal error; please ask again.";
@@ -95,9 +96,17 @@ pub(super) async fn answer(
 ) {
     let chat = incoming.conversation.as_str();
     let target = incoming.reply_to.as_deref().unwrap_or(chat);
-    if is_command(&incoming.text, "new") {
+    let answered_here = if incoming.text.trim().is_empty() {
+        // A photo, a sticker, a voice note: nothing the model could read.
+        Some(ONLY_TEXT)
+    } else if is_command(&incoming.text, "new") {
         sessions.renew(chat);
-        if let Err(error) = channel.send(target, FRESH).await {
+        Some(FRESH)
+    } else {
+        None
+    };
+    if let Some(answer) = answered_here {
+        if let Err(error) = channel.send(target, answer).await {
             tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
         }
         return;

@@ -379,3 +379,19 @@ async fn the_command_menu_follows_the_tools_once_they_settle() {
     channel.stop.notify_one();
     running.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_message_without_text_is_told_that_only_text_is_read() {
+    let channel = Arc::new(FakeChannel {
+        incoming: vec![Incoming::new("chat-1", "ann", "")],
+        ..FakeChannel::default()
+    });
+    let mock = MockProvider::replying("unused");
+    let agent = Agent::builder().provider(mock.clone()).build();
+    serve(agent, channel.clone()).await.unwrap();
+    let sent = channel.sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].0, "chat-1");
+    assert!(sent[0].1.starts_with("I can only read text"), "{sent:?}");
+    assert!(mock.requests().is_empty(), "the model saw nothing");
+}

@@ -466,8 +466,9 @@ impl Inner {
         let text = match text.trim() {
             // A bare mention: show what the bot can do.
             "" if said.mentions_me => "/help".to_owned(),
-            // An attachment or a sticker alone: nothing to read.
-            "" => return,
+            // An attachment or a sticker alone, in a DM: the runtime says
+            // that only text is read. (In a server it never gets here.)
+            "" => String::new(),
             text => text.to_owned(),
         };
         tokio::spawn(handler(Incoming::new(

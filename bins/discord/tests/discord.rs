@@ -764,6 +764,20 @@ async fn a_long_reply_is_split_at_2000_characters_without_breaking_code_blocks()
 }
 
 #[tokio::test]
+async fn an_attachment_alone_in_a_dm_is_told_that_only_text_is_read() {
+    let model = MockProvider::replying("unused");
+    let recorded = model.clone();
+    let (gateway, rest, _server) = start(&[ANN], |channel| agent(model, &channel, vec![])).await;
+    gateway.message(ANN, DM, None, "", false);
+    let note = rest.wait_for(&messages_to(DM), |_| true).await;
+    assert!(
+        note["content"].as_str().unwrap().contains("only read text"),
+        "{note}"
+    );
+    assert!(recorded.requests().is_empty(), "the model saw nothing");
+}
+
+#[tokio::test]
 async fn a_dropped_connection_is_resumed_with_nothing_lost_or_answered_twice() {
     let model = MockProvider::from_fn(|request| {
         MockTurn::new().text(format!(

@@ -27,7 +27,8 @@ use teloxide::prelude::{Request as _, Requester};
 use teloxide::requests::{HasPayload as _, JsonRequest};
 use teloxide::types::{
     AllowedUpdate, BotCommand, CallbackQuery, ChatAction, ChatId, InlineKeyboardButton,
-    InlineKeyboardMarkup, MaybeInaccessibleMessage, MessageId, ParseMode, Update, UpdateKind,
+    InlineKeyboardMarkup, MaybeInaccessibleMessage, MessageId, MessageKind, ParseMode, Update,
+    UpdateKind,
 };
 use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, Bot, RequestError};
@@ -295,6 +296,15 @@ impl Inner {
             UpdateKind::Message(message) => match (message.from.as_ref(), message.text()) {
                 (Some(from), Some(text)) if !from.is_bot => {
                     Some((Place::of(&message), from.id.0, text.to_owned()))
+                }
+                // A photo, a voice note or a file in a private chat is told
+                // that only text is read; in a group it is left alone.
+                (Some(from), None)
+                    if !from.is_bot
+                        && message.chat.is_private()
+                        && matches!(message.kind, MessageKind::Common(_)) =>
+                {
+                    Some((Place::of(&message), from.id.0, String::new()))
                 }
                 _ => None,
             },

@@ -494,6 +494,40 @@ async fn in_a_forum_each_topic_is_its_own_conversation_answered_in_the_topic() {
 }
 
 #[tokio::test]
+async fn a_photo_is_told_that_only_text_is_read_in_a_private_chat_only() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = MockProvider::replying("unused");
+    let recorded = model.clone();
+    let _bot = start(&server, &[ANN], |channel| agent(model, &channel, vec![]));
+    let photo = |chat: Value| {
+        json!({"message": {
+            "message_id": 1000, "date": 1700000000, "chat": chat,
+            "from": {"id": ANN, "is_bot": false, "first_name": "Ann"},
+            "photo": [{"file_id": "f", "file_unique_id": "u", "width": 90, "height": 90}],
+        }})
+    };
+    api.push(photo(
+        json!({"id": -100_555, "type": "supergroup", "title": "Ops"}),
+    ));
+    api.push(photo(
+        json!({"id": ANN, "type": "private", "first_name": "Ann"}),
+    ));
+    let note = api.wait_for("SendMessage", |_| true).await;
+    assert_eq!(note["chat_id"], json!(ANN));
+    assert!(
+        note["text"].as_str().unwrap().contains("only read text"),
+        "{note}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        api.calls("SendMessage").len(),
+        1,
+        "nothing said in the group"
+    );
+    assert!(recorded.requests().is_empty(), "the model saw nothing");
+}
+
+#[tokio::test]
 async fn a_question_nobody_answers_is_declined_after_the_time_out() {
     let (api, server) = FakeBotApi::start().await;
     let model = MockProvider::new()
