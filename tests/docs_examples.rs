@@ -834,6 +834,26 @@ mod agent {
     }
 
     #[tokio::test]
+    async fn budgets() {
+        let provider = MockProvider::replying("ok");
+        use ferrobot::Agent;
+        use std::time::Duration;
+        use ferrobot::agent::TurnBudget;
+
+        let agent = Agent::builder()
+            .provider(provider)
+            .budget(
+                TurnBudget::builder()
+                    .wall_time(Duration::from_secs(120))
+                    .tool_output_bytes(200_000)
+                    .output_tokens(8_000)
+                    .build(),
+            )
+            .build();
+        assert_eq!(agent.handle("alice", "hi").await.unwrap().text, "ok");
+    }
+
+    #[tokio::test]
     async fn cancellation() {
         let agent = ferrobot::Agent::builder()
             .provider(MockProvider::new().then(MockTurn::new().text("An essay.").delay(std::time::Duration::from_secs(5))))

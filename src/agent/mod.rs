@@ -14,11 +14,12 @@
 //!    unavailable, bad arguments, confirmation) and run concurrently (bounded),
 //!    one at a time when any needs confirmation; failures become results.
 //! 5. The assistant message and its results are stored together and the model
-//!    is called again, until `max_tool_rounds`, after which tools are
-//!    withdrawn for a last answer.
+//!    is called again, until `max_tool_rounds` or a [`TurnBudget`] limit,
+//!    after which tools are withdrawn for a last answer.
 //! 6. A provider failure ends the turn with [`Error::Provider`]; cancelling
 //!    keeps what streamed, marked interrupted.
 
+mod budget;
 mod event;
 mod exec;
 mod lock;
@@ -36,6 +37,7 @@ use futures_core::Stream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use budget::TurnBudget;
 pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
 
 use self::lock::ConversationLocks;
@@ -81,6 +83,7 @@ pub(crate) struct Inner {
     context: Option<crate::history::ContextPolicy>,
     settings: ModelSettings,
     max_tool_rounds: u32,
+    budget: TurnBudget,
     max_concurrent_tools: usize,
     tool_timeout: Duration,
     locks: ConversationLocks,
@@ -131,6 +134,11 @@ impl Agent {
         /// Rounds of tool calls per turn before tools are withdrawn. By default, 10.
         #[builder(default = 10)]
         max_tool_rounds: u32,
+        /// Limits on a turn's time, tool output and written tokens, past
+        /// which tools are withdrawn as past `max_tool_rounds`. By default,
+        /// none.
+        #[builder(default)]
+        budget: TurnBudget,
         /// Tool calls of one round that run at once. By default, 4.
         #[builder(default = 4)]
         max_concurrent_tools: usize,
@@ -154,6 +162,7 @@ impl Agent {
                 context,
                 settings,
                 max_tool_rounds,
+                budget,
                 max_concurrent_tools: max_concurrent_tools.max(1),
                 tool_timeout,
                 locks: ConversationLocks::default(),

@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::budget::{Limit, Spent};
 use super::event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
 use super::{EventSink, Inner, exec, slash};
 use crate::error::{Error, Result};
@@ -34,6 +35,7 @@ pub(super) async fn run(
         sink,
         cancel,
         usage: Usage::default(),
+        spent: Spent::new(),
         records: Vec::new(),
         bad_arguments: HashMap::new(),
     }
@@ -49,6 +51,8 @@ struct Turn<'a, S> {
     sink: &'a S,
     cancel: &'a CancellationToken,
     usage: Usage,
+    /// What the turn has used of its budget.
+    spent: Spent,
     records: Vec<ToolCallRecord>,
     /// How often each tool got invalid arguments this turn.
     bad_arguments: HashMap<String, u32>,
@@ -76,11 +80,17 @@ impl<S: EventSink> Turn<'_, S> {
         loop {
             // Read each round: a tool switched off mid-turn is not offered again.
             let tools = self.inner.tools.specs();
-            // Past the cap the tools are withdrawn for a last answer (still
-            // described: some providers refuse tool calls in a conversation
-            // without them).
-            let withdrawn = round >= self.inner.max_tool_rounds;
-            let choice = if withdrawn {
+            // Past the cap or the budget the tools are withdrawn for a last
+            // answer (still described: some providers refuse tool calls in a
+            // conversation without them).
+            let limit = if round >= self.inner.max_tool_rounds {
+                Some(Limit::Rounds(self.inner.max_tool_rounds))
+            } else {
+                self.inner
+                    .budget
+                    .reached(&self.spent, self.usage.output_tokens)
+            };
+            let choice = if limit.is_some() {
                 ToolChoice::None
             } else {
                 ToolChoice::Auto
@@ -102,9 +112,9 @@ impl<S: EventSink> Turn<'_, S> {
                 self.store(std::slice::from_ref(&assembled.message)).await?;
                 return Ok(self.reply(assembled));
             }
-            let results = if withdrawn {
+            let results = if let Some(limit) = limit {
                 // Tools were withdrawn and the model called one anyway.
-                self.refuse_all(&calls, self.inner.max_tool_rounds)
+                self.refuse_all(&calls, limit)
             } else {
                 exec::run_calls(
                     self.inner,
@@ -119,6 +129,7 @@ impl<S: EventSink> Turn<'_, S> {
             };
             let (results, records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
                 results.into_iter().unzip();
+            self.spent.tool_output_bytes += results.iter().map(|r| r.content.len()).sum::<usize>();
             let step = [assembled.message.clone(), Message::tool_results(results)];
             self.store(&step).await?;
             for record in &records {
@@ -133,13 +144,15 @@ impl<S: EventSink> Turn<'_, S> {
             if self.cancel.is_cancelled() {
                 return Err(Error::Cancelled);
             }
-            if withdrawn {
-                let rounds = self.inner.max_tool_rounds;
+            if let Some(limit) = limit {
                 let mut reply = self.reply(assembled);
                 if reply.text.is_empty() {
-                    reply.text = format!(
-                        "I stopped after {rounds} rounds of tool calls without reaching an answer."
-                    );
+                    reply.text = match limit {
+                        Limit::Rounds(rounds) => format!(
+                            "I stopped after {rounds} rounds of tool calls without reaching an answer."
+                        ),
+                        limit => format!("I stopped without reaching an answer: {limit}."),
+                    };
                 }
                 return Ok(reply);
             }
@@ -334,14 +347,14 @@ impl<S: EventSink> Turn<'_, S> {
         self.store(&[message.with_interrupted(true)]).await
     }
 
-    fn refuse_all(&self, calls: &[ToolCall], rounds: u32) -> Vec<(ToolResult, ToolCallRecord)> {
+    fn refuse_all(&self, calls: &[ToolCall], limit: Limit) -> Vec<(ToolResult, ToolCallRecord)> {
         calls
             .iter()
             .map(|call| {
                 exec::not_run(
                     call,
                     ToolOutcome::Rejected,
-                    format!("Not run: the limit of {rounds} tool rounds per turn was reached. Answer with what you have."),
+                    format!("Not run: {limit}. Answer with what you have."),
                 )
             })
             .collect()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{Channel, ChannelConfirm, ChannelError, ChannelNotifier, LoadedConfig, ToolState};
-use crate::agent::Agent;
+use crate::agent::{Agent, TurnBudget};
 use crate::confirm::ConfirmHandler;
 use crate::history::SqliteHistory;
 use crate::tool::{Notifier, Tool};
@@ -51,6 +51,13 @@ impl LoadedConfig {
             .tools(self.tools()?)
             .system_prompt(settings.system_prompt.clone())
             .max_tool_rounds(settings.max_tool_rounds)
+            .budget(
+                TurnBudget::builder()
+                    .maybe_wall_time(settings.budget_wall_time_secs.map(Duration::from_secs))
+                    .maybe_tool_output_bytes(settings.budget_tool_output_bytes)
+                    .maybe_output_tokens(settings.budget_output_tokens)
+                    .build(),
+            )
             .tool_timeout(Duration::from_secs(settings.tool_timeout_secs))
             .history(history)
             .confirm(confirm)

@@ -96,6 +96,16 @@ pub struct AgentConfig {
     pub max_tool_rounds: u32,
     /// Seconds a tool may run. By default, 60.
     pub tool_timeout_secs: u64,
+    /// Seconds a turn may go on calling tools before the model must answer
+    /// from what it has. By default, no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_wall_time_secs: Option<u64>,
+    /// Bytes of tool output a turn may give the model. By default, no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tool_output_bytes: Option<usize>,
+    /// Tokens the model may write in a turn. By default, no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_output_tokens: Option<u64>,
 }
 
 /// `[history]`: where conversations are kept.
@@ -243,6 +253,9 @@ impl Default for Config {
                     .into(),
                 max_tool_rounds: 10,
                 tool_timeout_secs: 60,
+                budget_wall_time_secs: None,
+                budget_tool_output_bytes: None,
+                budget_output_tokens: None,
             },
             history: HistoryConfig { path: None },
             tools: ToolsConfig { state_file: None, file: None },

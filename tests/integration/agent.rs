@@ -531,6 +531,79 @@ async fn after_the_round_cap_tools_are_withdrawn_for_a_last_answer() {
     assert_eq!(reply.tool_calls.len(), 2);
 }
 
+/// A model that calls `tool` while it may, and answers once it may not.
+fn calling_until_withdrawn(tool: &'static str, usage: Usage) -> MockProvider {
+    MockProvider::from_fn(move |request| {
+        if request.tool_choice == ToolChoice::None {
+            MockTurn::new().text("From what I have: enough.")
+        } else {
+            MockTurn::new().tool_call(tool, json!({})).usage(usage)
+        }
+    })
+}
+
+#[tokio::test]
+async fn past_a_budget_the_tools_are_withdrawn_and_the_model_told_why() {
+    use ferrobot::agent::TurnBudget;
+    let big = from_fn("dump", "Dump.", |_: Value, _| async { "x".repeat(1000) });
+    // Tool output: two results of 1,000 bytes pass a budget of 1,500.
+    let mock = calling_until_withdrawn("dump", Usage::default());
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(big.clone())
+        .budget(TurnBudget::builder().tool_output_bytes(1500).build())
+        .build();
+    let reply = agent.handle("a", "dump it all").await.unwrap();
+    assert_eq!(reply.text, "From what I have: enough.");
+    assert_eq!(reply.tool_calls.len(), 2);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[1].tool_choice, ToolChoice::Auto);
+    assert_eq!(requests[2].tool_choice, ToolChoice::None);
+
+    // Written tokens: 60 a call passes 100 after the second call.
+    let usage = Usage {
+        output_tokens: 60,
+        ..Usage::default()
+    };
+    let mock = calling_until_withdrawn("echo", usage);
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(echo_tool("echo"))
+        .budget(TurnBudget::builder().output_tokens(100).build())
+        .build();
+    let reply = agent.handle("a", "go").await.unwrap();
+    assert_eq!(reply.tool_calls.len(), 2);
+    assert_eq!(mock.requests()[2].tool_choice, ToolChoice::None);
+
+    // Wall time: a model that keeps calling anyway is told why it can't.
+    let stubborn = MockProvider::from_fn(|_| {
+        MockTurn::new()
+            .tool_call("echo", json!({}))
+            .delay(Duration::from_millis(60))
+    });
+    let agent = Agent::builder()
+        .provider(stubborn.clone())
+        .tool(echo_tool("echo"))
+        .budget(
+            TurnBudget::builder()
+                .wall_time(Duration::from_millis(100))
+                .build(),
+        )
+        .build();
+    let reply = agent.handle("a", "go").await.unwrap();
+    let last = reply.tool_calls.last().unwrap();
+    assert_eq!(last.outcome, ToolOutcome::Rejected);
+    assert_eq!(
+        last.content,
+        "Not run: the turn's time budget of 0.1 s is used up. Answer with what you have."
+    );
+    assert_eq!(
+        reply.text,
+        "I stopped without reaching an answer: the turn's time budget of 0.1 s is used up."
+    );
+}
+
 #[tokio::test]
 async fn slash_commands_run_tools_without_the_model_or_history() {
     #[derive(serde::Deserialize, schemars::JsonSchema)]

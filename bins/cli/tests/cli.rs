@@ -306,6 +306,33 @@ async fn a_tool_round_runs_a_system_tool_and_disabled_tools_are_not_offered() {
 }
 
 #[tokio::test]
+async fn a_budget_from_the_config_withdraws_the_tools_once_used_up() {
+    let home = Home::new("budget");
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &wiremock::Request| {
+            let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+            let sse = if body.get("tools").is_some() {
+                ferrobot::testing::tool_call_sse("c1", "uptime", &serde_json::json!({}))
+            } else {
+                text_sse("Up, from what I saw.")
+            };
+            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    let output = home.ferrobot_with_env(
+        &["--base-url", &url, "--model", "m", "run", "is it up?"],
+        &[("FERROBOT_AGENT__BUDGET_TOOL_OUTPUT_BYTES", "1")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Up, from what I saw.\n");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "one tool round, then the answer");
+}
+
+#[tokio::test]
 async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() {
     let home = Home::new("commandtools");
     std::fs::write(
