@@ -231,14 +231,31 @@ async fn ask(
     };
     // The handler is the application's code: if it panics, nobody said yes.
     let asked = AssertUnwindSafe(async { handler.confirm(request).await }).catch_unwind();
+    // Nobody answering in time is a "no" too.
+    let waited = async {
+        match inner.confirm_timeout {
+            Some(limit) => tokio::time::timeout(limit, asked).await.map_err(|_| limit),
+            None => Ok(asked.await),
+        }
+    };
     tokio::select! {
-        decision = asked => decision.map_err(|panic| {
-            tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the confirmation handler panicked; the call is declined");
-            (
+        decision = waited => match decision {
+            Ok(Ok(decision)) => Ok(decision),
+            Ok(Err(panic)) => {
+                tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the confirmation handler panicked; the call is declined");
+                Err((
+                    ToolOutcome::Declined,
+                    "Not run: asking the user for confirmation failed.".to_owned(),
+                ))
+            }
+            Err(limit) => Err((
                 ToolOutcome::Declined,
-                "Not run: asking the user for confirmation failed.".to_owned(),
-            )
-        }),
+                format!(
+                    "Not run: the user did not answer the confirmation within {}.",
+                    human(limit)
+                ),
+            )),
+        },
         () = cancel.cancelled() => Err(interrupted()),
     }
 }

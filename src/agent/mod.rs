@@ -86,6 +86,7 @@ pub(crate) struct Inner {
     budget: TurnBudget,
     max_concurrent_tools: usize,
     tool_timeout: Duration,
+    confirm_timeout: Option<Duration>,
     locks: ConversationLocks,
     /// Exclusive tools take it for writing, all others for reading.
     exclusive: tokio::sync::RwLock<()>,
@@ -121,6 +122,9 @@ impl Agent {
         /// and such calls are declined.
         #[builder(with = |handler: impl ConfirmHandler| Arc::new(handler) as Arc<dyn ConfirmHandler>)]
         confirm: Option<Arc<dyn ConfirmHandler>>,
+        /// How long the confirmation handler may take to answer; no answer
+        /// in time declines the call. By default, as long as it takes.
+        confirm_timeout: Option<Duration>,
         /// Delivers [`ToolContext::notify_later`](crate::ToolContext::notify_later)
         /// messages. By default, none.
         #[builder(with = |notifier: impl Notifier| Arc::new(notifier) as Arc<dyn Notifier>)]
@@ -165,6 +169,7 @@ impl Agent {
                 budget,
                 max_concurrent_tools: max_concurrent_tools.max(1),
                 tool_timeout,
+                confirm_timeout,
                 locks: ConversationLocks::default(),
                 exclusive: tokio::sync::RwLock::new(()),
             }),

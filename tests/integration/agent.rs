@@ -388,6 +388,37 @@ async fn a_turn_waiting_for_another_conversations_exclusive_tool_can_be_cancelle
 }
 
 #[tokio::test]
+async fn a_confirmation_nobody_answers_in_time_is_declined() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let tool = from_fn("rm", "Delete.", move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async {}
+    })
+    .confirm("Delete it?");
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("rm", json!({})))
+        .then(MockTurn::new().text("Left it."));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(tool)
+        .confirm(|_: ConfirmRequest| async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            true
+        })
+        .confirm_timeout(Duration::from_millis(100))
+        .build();
+    let reply = agent.handle("a", "delete it").await.unwrap();
+    assert_eq!(reply.text, "Left it.");
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Declined);
+    assert_eq!(
+        results_of(&mock.requests()[1])[0].0,
+        "Not run: the user did not answer the confirmation within 100ms."
+    );
+}
+
+#[tokio::test]
 async fn calls_run_one_at_a_time_when_one_needs_confirmation() {
     let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let mock = MockProvider::new()
