@@ -71,6 +71,9 @@ impl<S: EventSink> Turn<'_, S> {
             guard = self.inner.locks.lock(&self.conversation) => guard,
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
         };
+        // The budget counts from here: waiting for the conversation's
+        // earlier turn is not this turn's work.
+        self.spent = Spent::new();
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
         let user = Message::user(text);
         self.store(std::slice::from_ref(&user)).await?;

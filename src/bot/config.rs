@@ -495,6 +495,25 @@ impl Config {
                 )));
             }
         }
+        let budgets = [
+            (
+                "agent.budget_wall_time_secs",
+                self.agent.budget_wall_time_secs,
+            ),
+            (
+                "agent.budget_output_tokens",
+                self.agent.budget_output_tokens,
+            ),
+            (
+                "agent.budget_tool_output_bytes",
+                self.agent.budget_tool_output_bytes.map(|b| b as u64),
+            ),
+        ];
+        if let Some((key, _)) = budgets.iter().find(|(_, value)| *value == Some(0)) {
+            return Err(ConfigError::Invalid(format!(
+                "`{key}` is 0, which would leave no turn any tools; leave it out for no limit"
+            )));
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(
                 "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),

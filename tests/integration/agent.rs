@@ -574,6 +574,53 @@ fn calling_until_withdrawn(tool: &'static str, usage: Usage) -> MockProvider {
 }
 
 #[tokio::test]
+async fn a_turns_time_budget_starts_when_its_turn_does() {
+    use ferrobot::agent::TurnBudget;
+    let slow = from_fn("slow", "Slow.", |_: Value, _| async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        "done"
+    });
+    let mock = MockProvider::from_fn(|request| {
+        let asked = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::User);
+        if asked && request.tool_choice == ToolChoice::Auto {
+            MockTurn::new().tool_call("slow", json!({}))
+        } else {
+            MockTurn::new().text("ok")
+        }
+    });
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(slow)
+        .budget(
+            TurnBudget::builder()
+                .wall_time(Duration::from_millis(200))
+                .build(),
+        )
+        .build();
+    // The second message waits for the first turn (300 ms of tool) before
+    // its own turn starts: that wait is not its budget.
+    let (first, second) = tokio::join!(agent.handle("a", "first"), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        agent.handle("a", "second").await
+    });
+    assert_eq!(first.unwrap().tool_calls.len(), 1);
+    assert_eq!(
+        second.unwrap().tool_calls.len(),
+        1,
+        "the second turn kept its tools"
+    );
+    let asked_second = mock
+        .requests()
+        .into_iter()
+        .find(|r| r.messages.last().unwrap().text() == "second")
+        .unwrap();
+    assert_eq!(asked_second.tool_choice, ToolChoice::Auto);
+}
+
+#[tokio::test]
 async fn past_a_budget_the_tools_are_withdrawn_and_the_model_told_why() {
     use ferrobot::agent::TurnBudget;
     let big = from_fn("dump", "Dump.", |_: Value, _| async { "x".repeat(1000) });

@@ -30,7 +30,7 @@ use twilight_model::application::interaction::application_command::{
     CommandDataOption, CommandOptionValue,
 };
 use twilight_model::application::interaction::{Interaction, InteractionData};
-use twilight_model::channel::message::{AllowedMentions, Component, MessageFlags};
+use twilight_model::channel::message::{AllowedMentions, Component, MessageFlags, MessageType};
 use twilight_model::http::interaction::{
     InteractionResponse, InteractionResponseData, InteractionResponseType,
 };
@@ -140,6 +140,9 @@ struct Said {
     guild: Option<u64>,
     author: u64,
     from_bot: bool,
+    /// Whether someone wrote it (a message or a reply), rather than Discord
+    /// announcing something (a pin, a call, a member joining).
+    written: bool,
     mentions_me: bool,
     content: String,
 }
@@ -442,7 +445,7 @@ impl Inner {
     /// A message event: DMs, and channel messages that mention the bot.
     fn said(self: &Arc<Self>, said: Said, handler: &Handler) {
         let Ok(me) = self.me() else { return };
-        if said.from_bot || said.author == me.user.get() {
+        if said.from_bot || !said.written || said.author == me.user.get() {
             return;
         }
         if said.guild.is_some() && !said.mentions_me {
@@ -742,6 +745,10 @@ fn lenient_said(event: &str, me: Option<Id<UserMarker>>) -> Option<Said> {
         guild: message.get("guild_id").and_then(id),
         author: id(author.get("id")?)?,
         from_bot: author.get("bot").and_then(Value::as_bool).unwrap_or(false),
+        written: message
+            .get("type")
+            .and_then(Value::as_u64)
+            .is_none_or(|kind| kind == 0 || kind == 19),
         mentions_me: message
             .get("mentions")
             .and_then(Value::as_array)
@@ -822,6 +829,10 @@ impl Channel for Discord {
                             guild: message.guild_id.map(Id::get),
                             author: message.author.id.get(),
                             from_bot: message.author.bot,
+                            written: matches!(
+                                message.kind,
+                                MessageType::Regular | MessageType::Reply
+                            ),
                             mentions_me: message.mentions.iter().any(|m| Some(m.id) == me),
                             content: message.content,
                         };

@@ -188,6 +188,19 @@ impl Gateway {
         content: &str,
         mentions_bot: bool,
     ) {
+        let data = self.message_data(author, channel, guild, content, mentions_bot);
+        self.dispatch("MESSAGE_CREATE", data);
+    }
+
+    /// A `MESSAGE_CREATE`'s data, for tests that change it before sending.
+    fn message_data(
+        &self,
+        author: u64,
+        channel: &str,
+        guild: Option<&str>,
+        content: &str,
+        mentions_bot: bool,
+    ) -> Value {
         let mut data = json!({
             "id": format!("{}", 700_000_000_000_000_000u64 + self.state.lock().unwrap().seq),
             "type": 0, "tts": false, "timestamp": "2026-11-30T12:00:00.000000+00:00",
@@ -203,7 +216,7 @@ impl Gateway {
             data["guild_id"] = json!(guild);
             data["member"] = json!({"roles": [], "joined_at": "2020-01-01T00:00:00.000000+00:00", "deaf": false, "mute": false, "flags": 0});
         }
-        self.dispatch("MESSAGE_CREATE", data);
+        data
     }
 
     fn interaction(&self, user: u64, id: &str, kind: u8, data: Value) {
@@ -768,11 +781,21 @@ async fn an_attachment_alone_in_a_dm_is_told_that_only_text_is_read() {
     let model = MockProvider::replying("unused");
     let recorded = model.clone();
     let (gateway, rest, _server) = start(&[ANN], |channel| agent(model, &channel, vec![])).await;
+    // A pin is Discord's announcement, not a message to answer.
+    let mut pin = gateway.message_data(ANN, DM, None, "", false);
+    pin["type"] = json!(6);
+    gateway.dispatch("MESSAGE_CREATE", pin);
     gateway.message(ANN, DM, None, "", false);
     let note = rest.wait_for(&messages_to(DM), |_| true).await;
     assert!(
         note["content"].as_str().unwrap().contains("only read text"),
         "{note}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        rest.bodies(&messages_to(DM)).len(),
+        1,
+        "the pin is left alone"
     );
     assert!(recorded.requests().is_empty(), "the model saw nothing");
 }
