@@ -168,6 +168,14 @@ async fn the_llm_section_sets_time_outs_for_every_dialect() {
             .unwrap_err()
             .to_string();
         assert!(error.contains("from 1 to 86400"), "{error}");
+        jail.create_file("budget.toml", "[agent]\nbudget_output_tokens = 0\n")?;
+        let error = Config::load(&ConfigSource::new().file("budget.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("`agent.budget_output_tokens` is 0"),
+            "{error}"
+        );
         Ok(())
     });
 }
