@@ -341,6 +341,57 @@ async fn panics_in_a_tools_checks_or_the_confirmation_handler_fail_only_that_cal
 }
 
 #[tokio::test]
+async fn a_turn_cancelled_as_the_tools_lock_comes_free_does_not_start_its_tool() {
+    // Ten times: without the check after the lock, the tool would start
+    // about every other time.
+    for _ in 0..10 {
+        let release = Arc::new(tokio::sync::Notify::new());
+        let hold = Arc::clone(&release);
+        let solo = from_fn("solo", "Solo.", move |_: Value, _| {
+            let hold = Arc::clone(&hold);
+            async move { hold.notified().await }
+        })
+        .exclusive(true);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&ran);
+        let count = from_fn("count", "Count.", move |_: Value, _| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async {}
+        });
+        let mock = MockProvider::from_fn(|request| {
+            let first = &request.messages[0];
+            match (request.messages.len(), first.text().as_str()) {
+                (1, "hold") => MockTurn::new().tool_call("solo", json!({})),
+                (1, _) => MockTurn::new().tool_call("count", json!({})),
+                _ => MockTurn::new().text("done"),
+            }
+        });
+        let agent = Agent::builder()
+            .provider(mock)
+            .tool(solo)
+            .tool(count)
+            .build();
+        let holding = tokio::spawn(agent.stream("a", "hold").into_reply());
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let waiting = agent.stream("b", "count");
+        let stop = waiting.cancellation();
+        let waiting = tokio::spawn(waiting.into_reply());
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        // The lock comes free first, then the turn is cancelled, before
+        // either task runs again.
+        release.notify_one();
+        stop.cancel();
+        assert!(matches!(waiting.await.unwrap(), Err(Error::Cancelled)));
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            0,
+            "the cancelled turn's tool never ran"
+        );
+        holding.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_turn_waiting_for_another_conversations_exclusive_tool_can_be_cancelled() {
     let release = Arc::new(tokio::sync::Notify::new());
     let hold = Arc::clone(&release);
