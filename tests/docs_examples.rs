@@ -465,6 +465,33 @@ mod tools_macro {
     }
 }
 
+// ---- docs/tools.md: ready-made tools ----------------------------------------
+
+#[rustfmt::skip]
+#[cfg(feature = "tools")]
+mod tools_ready_made {
+    #[tokio::test]
+    async fn system_and_command_tools() {
+        use ferrobot::Agent;
+        let provider = ferrobot::testing::MockProvider::replying("ok");
+        use std::time::Duration;
+        use ferrobot::tools::{CommandTool, ParamKind, system};
+
+        let ping = CommandTool::new("ping_host", "Ping a host three times.", ["ping", "-c", "3", "{host}"])
+            .param("host", ParamKind::String, "Host name or address.", true)
+            .timeout(Duration::from_secs(10))
+            .max_output(4_000)
+            .confirm("Ping {host}?");
+        let agent = Agent::builder()
+            .provider(provider)
+            .tools(system()) // disk_usage, memory, cpu_load, temperatures, uptime, …
+            .tool(ping)
+            .build();
+        assert!(agent.tools().get("disk_usage").is_some());
+        assert_eq!(agent.tools().get("ping_host").unwrap().confirmation(&serde_json::json!({"host": "example.org"})).as_deref(), Some("Ping example.org?"));
+    }
+}
+
 // ---- docs/tools.md ----------------------------------------------------------
 
 #[rustfmt::skip]

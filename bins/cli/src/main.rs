@@ -266,7 +266,10 @@ fn tools(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
 }
 
 fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
-    let known: Vec<String> = ferrobot::tools::system()
+    // The system tools and those of the tools file, as `ferrobot tools` lists.
+    let known: Vec<String> = loaded
+        .tools()
+        .map_err(|e| anyhow::anyhow!(e))?
         .iter()
         .map(|t| t.name().to_owned())
         .collect();

@@ -359,6 +359,15 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
             .lines()
             .any(|l| l.starts_with("say"))
     );
+    // A tools-file tool is switched off and on like a system tool.
+    let off = home.ferrobot(&["disable", "say"]);
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert!(
+        stdout(&home.ferrobot(&["tools"]))
+            .lines()
+            .any(|l| l.starts_with("say") && l.contains("disabled"))
+    );
+    assert!(home.ferrobot(&["enable", "say"]).status.success());
     let server = tool_round_server(
         "say",
         serde_json::json!({"text": "hello; rm -rf /"}),

@@ -444,7 +444,7 @@ impl Channel for Telegram {
             let name = inner.connect().await?;
             if inner.allowed.is_empty() {
                 tracing::warn!(
-                    "telegram.allowed_user_ids is empty, so everyone is refused: add your Telegram user id (the bot tells you yours when you write to it)"
+                    "telegram.allowed_user_ids is empty, so everyone is refused: add your Telegram user id (the bot logs yours when you write to it)"
                 );
             }
             inner.can_set_menu.store(true, Ordering::SeqCst);
