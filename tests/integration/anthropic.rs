@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, bodies, recordings};
+use crate::support::{Recording, assemble, bodies, last_round_bodies, recordings};
 
 fn client(server: &MockServer) -> Anthropic {
     Anthropic::with_base_url(server.uri())
@@ -199,16 +199,7 @@ async fn past_the_round_cap_the_tools_stay_described_but_may_not_be_called() {
         })
         .mount(&server)
         .await;
-    let count = from_fn("count", "Count.", |_: Value, _| async { 0 });
-    let agent = Agent::builder()
-        .provider(client(&server))
-        .tool(count)
-        .max_tool_rounds(1)
-        .build();
-    let reply = agent.handle("a", "count again").await.unwrap();
-    assert_eq!(reply.text, "Still zero.");
-    let bodies = bodies(&server).await;
-    assert_eq!(bodies.len(), 2);
+    let bodies = last_round_bodies(client(&server), &server).await;
     assert!(bodies[0].get("tool_choice").is_none(), "{}", bodies[0]);
     assert_eq!(bodies[1]["tools"][0]["name"], "count");
     assert_eq!(bodies[1]["tool_choice"], json!({"type": "none"}));

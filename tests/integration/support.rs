@@ -191,3 +191,23 @@ pub(crate) async fn serve_then_stall(first: &'static str) -> SocketAddr {
     });
     addr
 }
+
+/// Runs one turn over `provider` with a `count` tool and a cap of one tool
+/// round, against a `server` that calls `count` while tools are on offer and
+/// answers "Still zero." once they are not; returns the two request bodies.
+pub(crate) async fn last_round_bodies(
+    provider: impl Provider + 'static,
+    server: &wiremock::MockServer,
+) -> Vec<serde_json::Value> {
+    let count = ferrobot::tool::from_fn("count", "Count.", |_: serde_json::Value, _| async { 0 });
+    let agent = ferrobot::Agent::builder()
+        .provider(provider)
+        .tool(count)
+        .max_tool_rounds(1)
+        .build();
+    let reply = agent.handle("a", "count again").await.unwrap();
+    assert_eq!(reply.text, "Still zero.");
+    let bodies = bodies(server).await;
+    assert_eq!(bodies.len(), 2, "one tool round, then the last answer");
+    bodies
+}
