@@ -25,6 +25,7 @@ mod exec;
 mod lock;
 mod slash;
 mod turn;
+mod undo;
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -273,6 +274,30 @@ impl Agent {
     /// The agent's tools; enable or disable them here at any time.
     pub fn tools(&self) -> &ToolRegistry {
         &self.inner.tools
+    }
+
+    /// Takes back the conversation's last turn: its last message from the
+    /// user and everything after it (the answer, tool calls and results),
+    /// once no turn of the conversation runs. Returns that message's text,
+    /// or `None` when there is nothing to take back. What tools did is not
+    /// undone. `/undo` does the same from a chat.
+    ///
+    /// # Errors
+    /// [`Error::History`] when the store fails or can't truncate
+    /// ([`HistoryError::Unsupported`](crate::history::HistoryError::Unsupported)).
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> ferrobot::Result<()> {
+    /// use ferrobot::{Agent, testing::MockProvider};
+    /// let agent = Agent::builder().provider(MockProvider::replying("Done.")).build();
+    /// agent.handle("alice", "delete the logs").await?;
+    /// assert_eq!(agent.undo("alice").await?.as_deref(), Some("delete the logs"));
+    /// assert!(agent.history().load("alice").await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn undo(&self, conversation: &str) -> Result<Option<String>> {
+        undo::undo(&self.inner, &conversation.into(), &CancellationToken::new()).await
     }
 
     /// The agent's history store.

@@ -28,6 +28,9 @@ pub(super) async fn run(
     if name == "help" || name.is_empty() {
         return text_reply(help(inner));
     }
+    if name == "undo" {
+        return text_reply(super::undo::reply(inner, conversation, cancel).await);
+    }
     let Some(tool) = inner.tools.get(name) else {
         return text_reply(format!("Unknown command /{name}. Type /help for the list."));
     };
@@ -82,6 +85,7 @@ fn help(inner: &Inner) -> String {
         }
         out.push('\n');
     }
+    out.push_str("/undo — take back your last message and its answer\n");
     out.push_str("/help — this list");
     out
 }

@@ -87,6 +87,23 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async { Ok(()) })
     }
 
+    fn truncate<'a>(
+        &'a self,
+        conversation: &'a str,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let time = now();
+        self.with(|c| {
+            if let Some(entry) = c.get_mut(conversation)
+                && entry.messages.len() > keep
+            {
+                entry.messages.truncate(keep);
+                entry.updated = time;
+            }
+        });
+        Box::pin(async { Ok(()) })
+    }
+
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>> {
         let mut list: Vec<ConversationInfo> = self.with(|c| {
             c.iter()

@@ -52,6 +52,22 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     /// The stored conversations, most recently updated first.
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>>;
 
+    /// Keeps the first `keep` messages of a conversation and forgets the
+    /// rest, atomically: what `/undo` uses to take back the last turn. Stores
+    /// that can't say so with [`HistoryError::Unsupported`].
+    fn truncate<'a>(
+        &'a self,
+        conversation: &'a str,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let _ = (conversation, keep);
+        Box::pin(async {
+            Err(HistoryError::Unsupported {
+                operation: "truncate",
+            })
+        })
+    }
+
     /// Messages matching `query`, best first, at most `limit`. Stores that
     /// can't search say so with [`HistoryError::Unsupported`].
     fn search<'a>(

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
-use rusqlite::{Connection, ErrorCode, Transaction, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
 use super::{
     ConversationInfo, HistoryError, HistoryStore, SearchHit, now, searchable_text, title_of,
@@ -430,6 +430,41 @@ impl HistoryStore for SqliteHistory {
                 .execute("DELETE FROM conversations WHERE id = ?1", [&conversation])
                 .map(drop)
                 .map_err(|e| sqlite_error(&path, e))
+        })
+    }
+
+    fn truncate<'a>(
+        &'a self,
+        conversation: &'a str,
+        keep: usize,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let conversation = conversation.to_owned();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let tx = connection.transaction().map_err(fail)?;
+            // The `keep`-th message's sequence number, if there are more.
+            let cut: Option<i64> = tx
+                .query_row(
+                    "SELECT seq FROM messages WHERE conversation = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
+                    params![conversation, keep as i64],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(fail)?;
+            if let Some(cut) = cut {
+                tx.execute(
+                    "DELETE FROM messages WHERE conversation = ?1 AND seq >= ?2",
+                    params![conversation, cut],
+                )
+                .map_err(fail)?;
+                tx.execute(
+                    "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
+                    params![conversation, now()],
+                )
+                .map_err(fail)?;
+            }
+            tx.commit().map_err(fail)
         })
     }
 

@@ -153,6 +153,53 @@ async fn conversations_are_listed_with_their_titles_and_cleared() {
 }
 
 #[tokio::test]
+async fn truncate_forgets_the_tail_searches_included_and_keeps_appending_in_order() {
+    let dir = TempDir::new("truncate");
+    let store = SqliteHistory::open(dir.file("h.db")).await.unwrap();
+    store
+        .append(
+            "ops",
+            &[
+                Message::user("check the backup"),
+                Message::assistant("The backup is fine."),
+                Message::user("delete the old snapshots"),
+                Message::assistant("Deleted three snapshots."),
+            ],
+        )
+        .await
+        .unwrap();
+    store.truncate("ops", 2).await.unwrap();
+    let left = store.load("ops").await.unwrap();
+    assert_eq!(left.len(), 2);
+    assert_eq!(left[1].text(), "The backup is fine.");
+    assert!(
+        store.search("snapshots", 10).await.unwrap().is_empty(),
+        "the index forgot them too"
+    );
+    // Keeping more than there is changes nothing; appending goes on after.
+    store.truncate("ops", 10).await.unwrap();
+    store
+        .append("ops", &[Message::user("and the logs?")])
+        .await
+        .unwrap();
+    let texts: Vec<String> = store
+        .load("ops")
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(
+        texts,
+        ["check the backup", "The backup is fine.", "and the logs?"]
+    );
+    // A restart sees the same.
+    drop(store);
+    let again = SqliteHistory::open(dir.file("h.db")).await.unwrap();
+    assert_eq!(again.load("ops").await.unwrap().len(), 3);
+}
+
+#[tokio::test]
 async fn search_finds_messages_across_conversations() {
     let dir = TempDir::new("search");
     let store = SqliteHistory::open(dir.file("h.db")).await.unwrap();

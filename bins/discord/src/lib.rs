@@ -288,9 +288,10 @@ impl Inner {
     /// Registers the slash commands: `/new`, `/help`, then the tools Discord
     /// can name, with typed options.
     async fn send_menu(&self, application: Id<ApplicationMarker>, specs: Vec<CommandSpec>) {
-        let mut names = vec!["new".to_owned(), "help".to_owned()];
+        let mut names = vec!["new".to_owned(), "undo".to_owned(), "help".to_owned()];
         let mut menu = vec![
             json!({"type": 1, "name": "new", "description": "Start a fresh conversation"}),
+            json!({"type": 1, "name": "undo", "description": "Take back your last message and its answer"}),
             json!({"type": 1, "name": "help", "description": "List the commands"}),
         ];
         for spec in &specs {

@@ -186,6 +186,7 @@ impl Inner {
     async fn send_menu(&self, commands: Vec<CommandSpec>) {
         let mut menu = vec![
             BotCommand::new("new", "Start a fresh conversation"),
+            BotCommand::new("undo", "Take back your last message and its answer"),
             BotCommand::new("help", "List the commands"),
         ];
         for spec in commands {

@@ -697,6 +697,7 @@ async fn the_command_menu_lists_the_tools_telegram_can_name() {
         menu["commands"],
         json!([
             {"command": "new", "description": "Start a fresh conversation"},
+            {"command": "undo", "description": "Take back your last message and its answer"},
             {"command": "help", "description": "List the commands"},
             {"command": "tail_log", "description": "Show the end of the log."},
         ])
@@ -718,7 +719,7 @@ async fn the_command_menu_lists_the_tools_telegram_can_name() {
     running.unwrap().tools().set_enabled("tail_log", false);
     let menu = api
         .wait_for("SetMyCommands", |m| {
-            m["commands"].as_array().unwrap().len() == 2
+            m["commands"].as_array().unwrap().len() == 3
         })
         .await;
     assert!(!menu.to_string().contains("tail_log"), "{menu}");
