@@ -6,7 +6,7 @@
 //!
 //! 1. Text starting with `/` is a slash command: `/name key=value …` runs that
 //!    tool directly (the model is never called, nothing enters history);
-//!    `/help` lists the tools.
+//!    `/help` lists the tools; `/undo` takes back the last turn.
 //! 2. The conversation's turn lock is taken; other conversations never wait.
 //! 3. The user message is stored; the provider is called with the history and
 //!    the enabled tools; deltas are forwarded as events.

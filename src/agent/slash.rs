@@ -11,7 +11,8 @@ use crate::message::ToolCall;
 use crate::provider::assemble::generate_call_id;
 
 /// Runs a slash command (the text after `/`). The model is never called and
-/// nothing enters history; the reply's text is the tool's output.
+/// nothing enters history (`/undo` only takes out); the reply's text is the
+/// tool's output.
 pub(super) async fn run(
     inner: &Inner,
     conversation: &Arc<str>,
@@ -68,7 +69,9 @@ fn text_reply(text: String) -> Reply {
 fn help(inner: &Inner) -> String {
     let mut out = String::from("Commands (the model is not involved):\n");
     for tool in inner.tools.tools() {
-        if !inner.tools.is_enabled(tool.name()) {
+        // `help` and `undo` are the agent's own: a tool by those names is
+        // not reachable by slash command.
+        if !inner.tools.is_enabled(tool.name()) || matches!(tool.name(), "help" | "undo") {
             continue;
         }
         let spec = tool.spec();

@@ -12,6 +12,10 @@ use crate::message::Role;
 /// Forgets the conversation's last turn: its last user message (not a
 /// summary) and everything after it, once no turn of it runs. Returns that
 /// message's text, or `None` when there was none.
+///
+/// A turn that compacted the conversation left the original of its message,
+/// a summary, then a copy of the message: the turn is taken back from the
+/// original, so neither the summary nor a stray copy stays behind.
 pub(super) async fn undo(
     inner: &Inner,
     conversation: &Arc<str>,
@@ -22,14 +26,19 @@ pub(super) async fn undo(
         () = cancel.cancelled() => return Err(Error::Cancelled),
     };
     let messages = inner.history.load(conversation).await?;
-    let Some(at) = messages
-        .iter()
-        .rposition(|m| m.role == Role::User && !m.summary)
-    else {
+    let asked = |m: &&crate::message::Message| m.role == Role::User && !m.summary;
+    let Some(mut at) = messages.iter().rposition(|m| asked(&m)) else {
         return Ok(None);
     };
+    if at > 0 && messages[at - 1].summary {
+        at = messages[..at - 1]
+            .iter()
+            .rposition(|m| asked(&m))
+            .unwrap_or(at);
+    }
+    let text = messages[at].text();
     inner.history.truncate(conversation, at).await?;
-    Ok(Some(messages[at].text()))
+    Ok(Some(text))
 }
 
 /// What `/undo` answers.
@@ -45,7 +54,7 @@ pub(super) async fn reply(
                 shown.push('…');
             }
             format!(
-                "Took back your last message (\u{201c}{shown}\u{201d}) and its answer. What its tools did is not undone."
+                "Took back the last message (\u{201c}{shown}\u{201d}) and its answer. What its tools did is not undone."
             )
         }
         Ok(None) => "Nothing to undo.".to_owned(),

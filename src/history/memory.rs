@@ -94,7 +94,10 @@ impl HistoryStore for MemoryHistory {
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
         let time = now();
         self.with(|c| {
-            if let Some(entry) = c.get_mut(conversation)
+            if keep == 0 {
+                // Nothing left: the conversation goes, as in the SQLite store.
+                c.remove(conversation);
+            } else if let Some(entry) = c.get_mut(conversation)
                 && entry.messages.len() > keep
             {
                 entry.messages.truncate(keep);

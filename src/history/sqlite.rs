@@ -442,27 +442,37 @@ impl HistoryStore for SqliteHistory {
         let path = self.inner.path.clone();
         self.run(move |connection| {
             let fail = |e| sqlite_error(&path, e);
-            let tx = connection.transaction().map_err(fail)?;
+            // Written from the start, as `append` is: a read that later
+            // wants to write can't wait out another process's lock.
+            let tx = connection
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(fail)?;
             // The `keep`-th message's sequence number, if there are more.
             let cut: Option<i64> = tx
                 .query_row(
                     "SELECT seq FROM messages WHERE conversation = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
-                    params![conversation, keep as i64],
+                    params![conversation, i64::try_from(keep).unwrap_or(i64::MAX)],
                     |row| row.get(0),
                 )
                 .optional()
                 .map_err(fail)?;
             if let Some(cut) = cut {
-                tx.execute(
-                    "DELETE FROM messages WHERE conversation = ?1 AND seq >= ?2",
-                    params![conversation, cut],
-                )
-                .map_err(fail)?;
-                tx.execute(
-                    "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
-                    params![conversation, now()],
-                )
-                .map_err(fail)?;
+                if keep == 0 {
+                    // Nothing left: the conversation goes, title and all.
+                    tx.execute("DELETE FROM conversations WHERE id = ?1", [&conversation])
+                        .map_err(fail)?;
+                } else {
+                    tx.execute(
+                        "DELETE FROM messages WHERE conversation = ?1 AND seq >= ?2",
+                        params![conversation, cut],
+                    )
+                    .map_err(fail)?;
+                    tx.execute(
+                        "UPDATE conversations SET updated_at = ?2 WHERE id = ?1",
+                        params![conversation, now()],
+                    )
+                    .map_err(fail)?;
+                }
             }
             tx.commit().map_err(fail)
         })

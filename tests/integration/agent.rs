@@ -1260,7 +1260,7 @@ async fn undo_takes_back_the_last_turn_and_says_what_it_took() {
     let reply = agent.handle("a", "/undo").await.unwrap();
     assert_eq!(
         reply.text,
-        "Took back your last message (\u{201c}echo one\u{201d}) and its answer. What its tools did is not undone."
+        "Took back the last message (\u{201c}echo one\u{201d}) and its answer. What its tools did is not undone."
     );
     let left = agent.history().load("a").await.unwrap();
     assert_eq!(left.len(), 2);
@@ -1281,6 +1281,45 @@ async fn undo_takes_back_the_last_turn_and_says_what_it_took() {
             .text
             .contains("/undo")
     );
+}
+
+#[tokio::test]
+async fn undo_after_a_compacted_turn_takes_back_the_original_and_the_summary() {
+    use ferrobot::history::{Compaction, ContextPolicy};
+    let compaction = Compaction::builder().context_window(600).build();
+    let instructions = compaction.instructions.clone();
+    let mock = MockProvider::from_fn(move |request| {
+        if request.system.as_deref() == Some(instructions.as_str()) {
+            MockTurn::new().text("They talked at length.")
+        } else {
+            MockTurn::new().text("ok")
+        }
+    });
+    let agent = Agent::builder()
+        .provider(mock)
+        .context(ContextPolicy::builder().compaction(compaction).build())
+        .build();
+    for topic in ["alpha", "beta"] {
+        agent
+            .handle("a", &format!("{topic} {}", "w ".repeat(500)))
+            .await
+            .unwrap();
+    }
+    let before = agent.history().load("a").await.unwrap();
+    agent
+        .handle("a", &format!("gamma {}", "w ".repeat(500)))
+        .await
+        .unwrap();
+    let stored = agent.history().load("a").await.unwrap();
+    let summaries = |messages: &[Message]| messages.iter().filter(|m| m.summary).count();
+    assert!(
+        summaries(&stored) > summaries(&before),
+        "the last turn compacted"
+    );
+    let taken = agent.undo("a").await.unwrap().unwrap();
+    assert!(taken.starts_with("gamma"), "{taken}");
+    let left = agent.history().load("a").await.unwrap();
+    assert_eq!(left, before, "back to just before the turn");
 }
 
 /// A store that can't truncate.

@@ -197,6 +197,10 @@ async fn truncate_forgets_the_tail_searches_included_and_keeps_appending_in_orde
     drop(store);
     let again = SqliteHistory::open(dir.file("h.db")).await.unwrap();
     assert_eq!(again.load("ops").await.unwrap().len(), 3);
+    // Keeping nothing forgets the conversation, title and all.
+    again.truncate("ops", 0).await.unwrap();
+    assert!(again.list().await.unwrap().is_empty());
+    assert!(again.search("backup", 10).await.unwrap().is_empty());
 }
 
 #[tokio::test]

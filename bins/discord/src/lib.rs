@@ -285,8 +285,8 @@ impl Inner {
             .await;
     }
 
-    /// Registers the slash commands: `/new`, `/help`, then the tools Discord
-    /// can name, with typed options.
+    /// Registers the slash commands: `/new`, `/undo`, `/help`, then the tools
+    /// Discord can name, with typed options.
     async fn send_menu(&self, application: Id<ApplicationMarker>, specs: Vec<CommandSpec>) {
         let mut names = vec!["new".to_owned(), "undo".to_owned(), "help".to_owned()];
         let mut menu = vec![

@@ -182,7 +182,7 @@ impl Inner {
         self.menu.send(|commands| self.send_menu(commands)).await;
     }
 
-    /// Sets the `/` menu: `/new`, `/help`, then the tools Telegram can name.
+    /// Sets the `/` menu: `/new`, `/undo`, `/help`, then the tools Telegram can name.
     async fn send_menu(&self, commands: Vec<CommandSpec>) {
         let mut menu = vec![
             BotCommand::new("new", "Start a fresh conversation"),
