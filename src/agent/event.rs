@@ -67,7 +67,8 @@ pub enum ToolOutcome {
     /// The user declined the call (or no one could be asked).
     Declined,
     /// The call was not run: unknown or disabled tool, unavailable here, the
-    /// round limit reached, or invalid arguments too many times in a turn.
+    /// round limit or a [`TurnBudget`](super::TurnBudget) limit reached, or
+    /// invalid arguments too many times in a turn.
     Rejected,
     /// The turn was cancelled before or while the tool ran.
     Interrupted,

@@ -88,11 +88,13 @@ pub trait Channel: Send + Sync + 'static {
     /// until the connection ends for good.
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>>;
 
-    /// Sets the platform's command menu. [`serve`] calls it before
-    /// [`start`](Self::start), and again whenever the agent's tools change
-    /// (a tools file reloaded, a tool switched on or off): keep the latest
-    /// and publish it once connected, and at once when called later. By
-    /// default, the platform has no menu.
+    /// Sets the platform's command menu. [`serve`] calls it (and waits for
+    /// it) before [`start`](Self::start), and again whenever the agent's
+    /// tools change (a tools file reloaded, a tool switched on or off): keep
+    /// the latest ([`LatestMenu`](super::LatestMenu)) and publish it once
+    /// connected, and at once when already connected. Don't wait for the
+    /// connection here: the bot would never start. By default, the platform
+    /// has no menu.
     fn publish(&self, commands: Vec<CommandSpec>) -> BoxFuture<'_, ()> {
         let _ = commands;
         Box::pin(async {})

@@ -65,11 +65,12 @@ pub struct LlmConfig {
     pub temperature: Option<f32>,
     /// Whether to stream answers. By default, `true`.
     pub streaming: bool,
-    /// How long to wait for a connection to the server, in seconds. By
-    /// default, 10.
+    /// How long to wait for a connection to the server, in seconds (1 to
+    /// 86,400). By default, 10.
     pub connect_timeout_secs: u64,
-    /// How long to wait for each next piece of an answer, in seconds. By
-    /// default, 300 (a local model can take minutes to read a long prompt).
+    /// How long to wait for each next piece of an answer, in seconds (1 to
+    /// 86,400). By default, 300 (a local model can take minutes to read a
+    /// long prompt).
     pub read_timeout_secs: u64,
 }
 
@@ -97,13 +98,14 @@ pub struct AgentConfig {
     /// Seconds a tool may run. By default, 60.
     pub tool_timeout_secs: u64,
     /// Seconds a turn may go on calling tools before the model must answer
-    /// from what it has. By default, no limit.
+    /// from what it has (not 0). By default, no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_wall_time_secs: Option<u64>,
-    /// Bytes of tool output a turn may give the model. By default, no limit.
+    /// Bytes of tool output a turn may give the model (not 0). By default,
+    /// no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tool_output_bytes: Option<usize>,
-    /// Tokens the model may write in a turn. By default, no limit.
+    /// Tokens the model may write in a turn (not 0). By default, no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_output_tokens: Option<u64>,
 }

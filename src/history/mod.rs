@@ -53,8 +53,10 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>>;
 
     /// Keeps the first `keep` messages of a conversation and forgets the
-    /// rest, atomically: what `/undo` uses to take back the last turn. Stores
-    /// that can't say so with [`HistoryError::Unsupported`].
+    /// rest, atomically: what `/undo` uses to take back the last turn. A
+    /// `keep` of 0 forgets the conversation (as [`clear`](Self::clear)); one
+    /// at or past its length changes nothing. Stores that can't say so with
+    /// [`HistoryError::Unsupported`].
     fn truncate<'a>(
         &'a self,
         conversation: &'a str,

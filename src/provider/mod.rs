@@ -85,6 +85,10 @@ pub type EventStream<'a> = BoxStream<'a, Result<StreamEvent, ProviderError>>;
 pub trait Provider: Send + Sync + fmt::Debug {
     /// Starts one model call. Errors that happen before anything streamed
     /// (unreachable endpoint, error status) come as the stream's first item.
+    /// Respect [`ChatRequest::tool_choice`]: under [`ToolChoice::None`] the
+    /// model must not be offered tools to call (send
+    /// [`callable_tools`](ChatRequest::callable_tools), or tell the server
+    /// not to call any).
     fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a>;
 
     /// Probes the endpoint: is it reachable, does it serve the configured model,
@@ -183,23 +187,25 @@ impl<'a> ChatRequest<'a> {
         self
     }
 
-    /// Sets the tools on offer.
+    /// Sets the tools of the conversation. By default, none.
     #[must_use]
     pub fn tools(mut self, tools: &'a [ToolSpec]) -> Self {
         self.tools = tools;
         self
     }
 
-    /// Sets whether the model may call the tools.
+    /// Sets whether the model may call the tools. By default,
+    /// [`ToolChoice::Auto`].
     #[must_use]
     pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = choice;
         self
     }
 
-    /// The tools to send to a provider that takes a conversation holding
-    /// tool calls without any tools described: none when the model may not
-    /// call them, which no server can then get wrong.
+    /// The tools the model may call now: `tools` under
+    /// [`ToolChoice::Auto`], none under [`ToolChoice::None`]. What a dialect
+    /// whose server takes a conversation holding tool calls without tools
+    /// sends: a server can't call what it wasn't shown.
     ///
     /// # Examples
     /// ```

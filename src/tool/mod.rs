@@ -105,9 +105,12 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Checks the model's arguments without running the tool, so that a
     /// call `call` would refuse is turned back before the user is asked to
-    /// confirm it (no "Delete {path}?" for a call without a path). Tools made
-    /// with [`from_fn`] or `#[tool]` check them against their arguments
-    /// type; by default, anything passes (`call` still checks).
+    /// confirm it (no "Delete {path}?" for a call without a path). The agent
+    /// calls it for every call, after [`availability`](Self::availability)
+    /// and before [`confirmation`](Self::confirmation), with a JSON object;
+    /// the model reads the error's message. Tools made with [`from_fn`] or
+    /// `#[tool]` check them against their arguments type; by default,
+    /// anything passes (`call` still checks).
     ///
     /// # Errors
     /// What is wrong, for the model, as [`ToolError::invalid_arguments`].
