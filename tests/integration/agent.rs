@@ -33,6 +33,17 @@ fn counting_tool(name: &str, running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) 
     })
 }
 
+/// A tool that does nothing but count its runs.
+fn counted(name: &str) -> (FnTool, Arc<AtomicUsize>) {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let tool = from_fn(name, "Count.", move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async {}
+    });
+    (tool, ran)
+}
+
 fn results_of(request: &ferrobot::testing::RecordedRequest) -> Vec<(String, bool)> {
     request
         .messages
@@ -169,13 +180,8 @@ async fn exclusive_tools_run_alone() {
 
 #[tokio::test]
 async fn without_a_confirmation_handler_a_confirming_tool_is_refused() {
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ran);
-    let tool = from_fn("rm", "Delete.", move |_: Value, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async {}
-    })
-    .confirm("Delete {path}?");
+    let (tool, ran) = counted("rm");
+    let tool = tool.confirm("Delete {path}?");
     let mock = MockProvider::new()
         .then(MockTurn::new().tool_call("rm", json!({"path": "/etc"})))
         .then(MockTurn::new().text("I could not."));
@@ -352,12 +358,7 @@ async fn a_turn_cancelled_as_the_tools_lock_comes_free_does_not_start_its_tool()
             async move { hold.notified().await }
         })
         .exclusive(true);
-        let ran = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&ran);
-        let count = from_fn("count", "Count.", move |_: Value, _| {
-            counter.fetch_add(1, Ordering::SeqCst);
-            async {}
-        });
+        let (count, ran) = counted("count");
         let mock = MockProvider::from_fn(|request| {
             let first = &request.messages[0];
             match (request.messages.len(), first.text().as_str()) {
@@ -440,13 +441,8 @@ async fn a_turn_waiting_for_another_conversations_exclusive_tool_can_be_cancelle
 
 #[tokio::test]
 async fn a_confirmation_nobody_answers_in_time_is_declined() {
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ran);
-    let tool = from_fn("rm", "Delete.", move |_: Value, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async {}
-    })
-    .confirm("Delete it?");
+    let (tool, ran) = counted("rm");
+    let tool = tool.confirm("Delete it?");
     let mock = MockProvider::new()
         .then(MockTurn::new().tool_call("rm", json!({})))
         .then(MockTurn::new().text("Left it."));
