@@ -118,6 +118,12 @@ enum ConfigAction {
 enum HistoryAction {
     /// The stored conversations, most recent first.
     List,
+    /// One conversation, message by message (what `list` and `search`
+    /// name it).
+    Show {
+        /// The conversation, e.g. `cli`.
+        conversation: String,
+    },
     /// Messages matching a query.
     Search {
         /// Words to look for.
@@ -642,6 +648,37 @@ fn config_check(loaded: &LoadedConfig) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// A stored message as `history show` prints it: who, then what, tool
+/// calls and results on lines of their own (results cut at 200 characters).
+fn shown(message: &ferrobot::Message) -> Vec<String> {
+    use ferrobot::Role;
+    let one_line = |text: &str| text.replace('\n', " ");
+    let who = match message.role {
+        Role::User if message.summary => "summary",
+        Role::User => "you",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Tool => "tool",
+    };
+    let mut lines = Vec::new();
+    let text = message.text();
+    if !text.is_empty() {
+        lines.push(format!("{who}: {}", one_line(&text)));
+    }
+    for call in message.tool_calls() {
+        lines.push(format!("{who}: → {}({})", call.name, call.arguments));
+    }
+    for result in message.tool_results_iter() {
+        let mut content: String = one_line(&result.content).chars().take(200).collect();
+        if content.len() < result.content.len() {
+            content.push('…');
+        }
+        let mark = if result.is_error { "✗" } else { "←" };
+        lines.push(format!("{who}: {mark} {content}"));
+    }
+    lines
+}
+
 async fn history(loaded: &LoadedConfig, action: HistoryAction) -> anyhow::Result<ExitCode> {
     let store = SqliteHistory::open(loaded.history_path()).await?;
     match action {
@@ -653,6 +690,19 @@ async fn history(loaded: &LoadedConfig, action: HistoryAction) -> anyhow::Result
                     info.messages,
                     info.title.unwrap_or_default()
                 );
+            }
+        }
+        HistoryAction::Show { conversation } => {
+            let messages = store.load(&conversation).await?;
+            if messages.is_empty() {
+                anyhow::bail!(
+                    "no conversation `{conversation}`; `ferrobot history list` shows them"
+                );
+            }
+            for (index, message) in messages.iter().enumerate() {
+                for line in shown(message) {
+                    out!("#{index}\t{line}");
+                }
             }
         }
         HistoryAction::Search { query, limit } => {

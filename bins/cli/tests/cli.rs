@@ -138,6 +138,19 @@ async fn run_prints_the_answer_and_remembers_the_conversation() {
         "{}",
         stdout(&search)
     );
+    let shown = home.ferrobot(&["history", "show", "cli"]);
+    assert_eq!(
+        stdout(&shown),
+        "#0\tyou: how much disk space is left?\n#1\tassistant: You have 42 GB free.\n\
+         #2\tyou: and now?\n#3\tassistant: You have 42 GB free.\n"
+    );
+    let missing = home.ferrobot(&["history", "show", "nope"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("no conversation `nope`"),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 #[tokio::test]
