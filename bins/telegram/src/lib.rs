@@ -27,8 +27,8 @@ use teloxide::prelude::{Request as _, Requester};
 use teloxide::requests::{HasPayload as _, JsonRequest};
 use teloxide::types::{
     AllowedUpdate, BotCommand, CallbackQuery, ChatAction, ChatId, InlineKeyboardButton,
-    InlineKeyboardMarkup, MaybeInaccessibleMessage, MessageId, MessageKind, ParseMode, Update,
-    UpdateKind,
+    InlineKeyboardMarkup, MaybeInaccessibleMessage, MessageId, MessageKind, ParseMode,
+    ReplyParameters, Update, UpdateKind,
 };
 use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, Bot, RequestError};
@@ -216,10 +216,15 @@ impl Inner {
         }
     }
 
-    /// A `sendMessage` of `text` to `place` (its topic, in a forum).
+    /// A `sendMessage` of `text` to `place` (its topic, in a forum), as a
+    /// reply to the message it names, if any (sent anyway if that is gone).
     fn message(&self, place: Place, text: &str) -> JsonRequest<SendMessage> {
         let mut request = self.bot.send_message(place.chat, text);
-        request.payload_mut().message_thread_id = place.topic;
+        let payload = request.payload_mut();
+        payload.message_thread_id = place.topic;
+        payload.reply_parameters = place
+            .reply_to
+            .map(|message| ReplyParameters::new(message).allow_sending_without_reply());
         request
     }
 
@@ -295,9 +300,12 @@ impl Inner {
     fn dispatch(self: &Arc<Self>, update: Update, handler: &Handler) {
         let message = match update.kind {
             UpdateKind::Message(message) => match (message.from.as_ref(), message.text()) {
-                (Some(from), Some(text)) if !from.is_bot => {
-                    Some((Place::of(&message), from.id.0, text.to_owned()))
-                }
+                (Some(from), Some(text)) if !from.is_bot => Some((
+                    Place::of(&message),
+                    Place::answering(&message),
+                    from.id.0,
+                    text.to_owned(),
+                )),
                 // A photo, a voice note or a file in a private chat is told
                 // that only text is read; in a group it is left alone.
                 (Some(from), None)
@@ -305,7 +313,7 @@ impl Inner {
                         && message.chat.is_private()
                         && matches!(message.kind, MessageKind::Common(_)) =>
                 {
-                    Some((Place::of(&message), from.id.0, String::new()))
+                    Some((Place::of(&message), None, from.id.0, String::new()))
                 }
                 _ => None,
             },
@@ -320,7 +328,7 @@ impl Inner {
             UpdateKind::Error(raw) => lenient_text(&raw),
             _ => None,
         };
-        let Some((place, user, text)) = message else {
+        let Some((place, answering, user, text)) = message else {
             return;
         };
         if !self.is_allowed(user) {
@@ -343,11 +351,11 @@ impl Inner {
         } else {
             text
         };
-        tokio::spawn(handler(Incoming::new(
-            place.to_string(),
-            user.to_string(),
-            text,
-        )));
+        let mut incoming = Incoming::new(place.to_string(), user.to_string(), text);
+        if let Some(answering) = answering {
+            incoming = incoming.reply_to(answering.to_string());
+        }
+        tokio::spawn(handler(incoming));
     }
 
     /// A ✅ / ❌ press: answers the waiting confirmation if it is the asker's.
@@ -424,8 +432,9 @@ impl Inner {
     }
 }
 
-/// The place, sender and text of a message update in raw JSON.
-fn lenient_text(raw: &serde_json::Value) -> Option<(Place, u64, String)> {
+/// The place, where the answer goes, sender and text of a message update
+/// in raw JSON.
+fn lenient_text(raw: &serde_json::Value) -> Option<(Place, Option<Place>, u64, String)> {
     let message = raw.get("message")?;
     let from = message.get("from")?;
     if from.get("is_bot").and_then(serde_json::Value::as_bool) == Some(true) {
@@ -433,6 +442,7 @@ fn lenient_text(raw: &serde_json::Value) -> Option<(Place, u64, String)> {
     }
     Some((
         Place::of_raw(message)?,
+        Place::answering_raw(message),
         from.get("id")?.as_u64()?,
         message.get("text")?.as_str()?.to_owned(),
     ))

@@ -7,11 +7,14 @@ use teloxide::types::{ChatId, Message, MessageId, ThreadId};
 
 /// A chat and, in a forum supergroup, the topic. As a conversation's chat
 /// it reads `CHAT` or `CHAT/TOPIC`, so each topic is its own conversation
-/// and its replies, prompts and later messages land in the topic.
+/// and its replies, prompts and later messages land in the topic. As where
+/// a reply goes it may also name the message answered, `CHAT#MESSAGE`, so
+/// that in a group the answer is threaded to its question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Place {
     pub(crate) chat: ChatId,
     pub(crate) topic: Option<ThreadId>,
+    pub(crate) reply_to: Option<MessageId>,
 }
 
 impl Place {
@@ -21,7 +24,32 @@ impl Place {
         Self {
             chat: message.chat.id,
             topic: message.thread_id.filter(|_| message.is_topic_message),
+            reply_to: None,
         }
+    }
+
+    /// The same place, answering `message`.
+    pub(crate) fn replying_to(self, message: MessageId) -> Self {
+        Self {
+            reply_to: Some(message),
+            ..self
+        }
+    }
+
+    /// Where the answer to `message` goes when not simply to its place: in
+    /// a group, as a reply to it, so that it is clear what it answers.
+    pub(crate) fn answering(message: &Message) -> Option<Self> {
+        (!message.chat.is_private()).then(|| Self::of(message).replying_to(message.id))
+    }
+
+    /// The same from a message in raw JSON.
+    pub(crate) fn answering_raw(message: &serde_json::Value) -> Option<Self> {
+        let chat = message.get("chat")?;
+        if chat.get("type").and_then(serde_json::Value::as_str) == Some("private") {
+            return None;
+        }
+        let id = i32::try_from(message.get("message_id")?.as_i64()?).ok()?;
+        Some(Self::of_raw(message)?.replying_to(MessageId(id)))
     }
 
     /// The same from a message in raw JSON, for updates teloxide can't type.
@@ -36,13 +64,18 @@ impl Place {
         Some(Self {
             chat: ChatId(message.get("chat")?.get("id")?.as_i64()?),
             topic,
+            reply_to: None,
         })
     }
 
     /// The place of a conversation (`CHAT`, `CHAT/TOPIC`, either with a
-    /// `/new` suffix).
+    /// `/new` suffix) or of a reply (`…#MESSAGE`).
     pub(crate) fn parse(conversation: &str) -> Result<Self, ChannelError> {
         let chat = chat_of(conversation);
+        let (chat, reply_to) = match chat.split_once('#') {
+            Some((chat, message)) => (chat, Some(message)),
+            None => (chat, None),
+        };
         let (chat, topic) = match chat.split_once('/') {
             Some((chat, topic)) => (chat, Some(topic)),
             None => (chat, None),
@@ -52,6 +85,10 @@ impl Place {
                 chat: ChatId(chat.parse().ok()?),
                 topic: match topic {
                     Some(topic) => Some(ThreadId(MessageId(topic.parse().ok()?))),
+                    None => None,
+                },
+                reply_to: match reply_to {
+                    Some(message) => Some(MessageId(message.parse().ok()?)),
                     None => None,
                 },
             })
@@ -65,10 +102,14 @@ impl Place {
 
 impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.topic {
-            Some(ThreadId(MessageId(topic))) => write!(f, "{}/{topic}", self.chat),
-            None => write!(f, "{}", self.chat),
+        write!(f, "{}", self.chat)?;
+        if let Some(ThreadId(MessageId(topic))) = self.topic {
+            write!(f, "/{topic}")?;
         }
+        if let Some(MessageId(message)) = self.reply_to {
+            write!(f, "#{message}")?;
+        }
+        Ok(())
     }
 }
 
@@ -78,7 +119,13 @@ mod tests {
 
     #[test]
     fn a_place_reads_back_as_written() {
-        for text in ["111", "-1001293752024", "-1001293752024/4"] {
+        for text in [
+            "111",
+            "-1001293752024",
+            "-1001293752024/4",
+            "-100/4#77",
+            "-100#77",
+        ] {
             assert_eq!(Place::parse(text).unwrap().to_string(), text);
         }
         let place = Place::parse("-100123/7~1764510000000").unwrap();
@@ -88,7 +135,7 @@ mod tests {
 
     #[test]
     fn anything_else_is_refused_with_what_was_given() {
-        for text in ["", "abc", "-100/x", "1/2/3"] {
+        for text in ["", "abc", "-100/x", "1/2/3", "-100#x"] {
             let error = Place::parse(text).unwrap_err().to_string();
             assert!(error.contains(&format!("`{text}`")), "{error}");
         }

@@ -303,6 +303,10 @@ async fn a_message_is_answered_in_its_chat_streamed_by_edits_then_formatted() {
     let first = &api.calls("SendMessage")[0];
     assert_eq!(first["chat_id"], json!(ANN));
     assert!(first.get("parse_mode").is_none(), "{first}");
+    assert!(
+        first.get("reply_parameters").is_none(),
+        "no reply threading in a private chat"
+    );
     assert!("Disk / has **42.5 GB** free.".starts_with(first["text"].as_str().unwrap()));
     let drafts = api.calls("EditMessageText").len() - 1;
     assert!(drafts >= 1, "edited while streaming");
@@ -460,6 +464,13 @@ async fn in_a_forum_each_topic_is_its_own_conversation_answered_in_the_topic() {
         );
     }
     assert_eq!(first["chat_id"], json!(FORUM));
+    // In a group the answer is a reply to its question (sent anyway if the
+    // question is gone).
+    // (The first message of the reply; a finished reply may be an edit of it.)
+    assert_eq!(
+        api.calls("SendMessage")[0]["reply_parameters"],
+        json!({"message_id": 1000, "allow_sending_without_reply": true})
+    );
     // Topic 8 is a conversation of its own: it didn't see topic 7's.
     let seen = format!("{:?}", recorded.requests()[1].messages);
     assert!(
