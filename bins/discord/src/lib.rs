@@ -100,9 +100,10 @@ impl std::fmt::Debug for Discord {
 pub use ferrobot_bin::Error;
 use ferrobot_bin::{Retry, lock};
 
-/// Where a reply goes: a channel (or DM), or a slash command's interaction.
+/// Where a reply goes: a channel (or DM), as a reply to a message there
+/// (`CHANNEL#MESSAGE`) or not, or a slash command's interaction.
 enum Target {
-    Channel(Id<ChannelMarker>),
+    Channel(Id<ChannelMarker>, Option<Id<MessageMarker>>),
     /// The application the interaction was for, and its token.
     Interaction(Id<ApplicationMarker>, String),
 }
@@ -119,11 +120,21 @@ fn target(of: &str) -> Result<Target, ChannelError> {
             .ok_or_else(|| other("an interaction target without an application id".into()))?;
         return Ok(Target::Interaction(application, token.to_owned()));
     }
-    chat_of(of)
-        .parse::<u64>()
-        .ok()
-        .and_then(Id::new_checked)
-        .map(Target::Channel)
+    fn id<T>(text: &str) -> Option<Id<T>> {
+        text.parse::<u64>().ok().and_then(Id::new_checked)
+    }
+    let (channel, message) = match chat_of(of).split_once('#') {
+        Some((channel, message)) => (channel, Some(message)),
+        None => (chat_of(of), None),
+    };
+    let message = match message {
+        Some(message) => {
+            Some(id(message).ok_or_else(|| other(format!("`{of}` names no Discord message")))?)
+        }
+        None => None,
+    };
+    id(channel)
+        .map(|channel| Target::Channel(channel, message))
         .ok_or_else(|| other(format!("`{of}` is not a Discord channel id")))
 }
 
@@ -136,6 +147,8 @@ fn other(message: String) -> ChannelError {
 
 /// A message addressed to the bot, from a typed event or raw JSON.
 struct Said {
+    /// The message's own id.
+    id: u64,
     channel: u64,
     guild: Option<u64>,
     author: u64,
@@ -354,13 +367,18 @@ impl Inner {
 
     async fn post(&self, to: &str, text: &str) -> Result<String, ChannelError> {
         match target(to)? {
-            Target::Channel(channel) => {
+            Target::Channel(channel, answering) => {
                 let response = self
                     .call("create message", || {
-                        self.http
-                            .create_message(channel)
-                            .content(text)
-                            .into_future()
+                        let message = self.http.create_message(channel).content(text);
+                        match answering {
+                            // Sent anyway if the question was deleted.
+                            Some(question) => message
+                                .reply(question)
+                                .fail_if_not_exists(false)
+                                .into_future(),
+                            None => message.into_future(),
+                        }
                     })
                     .await
                     .map_err(|e| self.channel_error(&e))?;
@@ -405,7 +423,7 @@ impl Inner {
                 .ok_or_else(|| other(format!("`{message}` is not a Discord message id")))
         };
         let done = match target(to)? {
-            Target::Channel(channel) => {
+            Target::Channel(channel, _) => {
                 let id = message_id()?;
                 self.call("update message", || {
                     self.http
@@ -475,11 +493,12 @@ impl Inner {
             "" => String::new(),
             text => text.to_owned(),
         };
-        tokio::spawn(handler(Incoming::new(
-            said.channel.to_string(),
-            said.author.to_string(),
-            text,
-        )));
+        let mut incoming = Incoming::new(said.channel.to_string(), said.author.to_string(), text);
+        if said.guild.is_some() {
+            // In a server the answer is a reply to the message that asked.
+            incoming = incoming.reply_to(format!("{}#{}", said.channel, said.id));
+        }
+        tokio::spawn(handler(incoming));
     }
 
     /// A slash command or a button press.
@@ -575,7 +594,7 @@ impl Inner {
     }
 
     async fn ask(&self, request: ConfirmRequest) -> Decision {
-        let Ok(Target::Channel(channel)) = target(chat_of(&request.conversation)) else {
+        let Ok(Target::Channel(channel, _)) = target(chat_of(&request.conversation)) else {
             return Decision::Decline;
         };
         let question = self.questions.ask(&request);
@@ -742,6 +761,7 @@ fn lenient_said(event: &str, me: Option<Id<UserMarker>>) -> Option<Said> {
     let author = message.get("author")?;
     let me = me.map(Id::get);
     Some(Said {
+        id: id(message.get("id")?)?,
         channel: id(message.get("channel_id")?)?,
         guild: message.get("guild_id").and_then(id),
         author: id(author.get("id")?)?,
@@ -826,6 +846,7 @@ impl Channel for Discord {
                         let me = inner.me.get().map(|m| m.user);
                         let message = message.message;
                         let said = Said {
+                            id: message.id.get(),
                             channel: message.channel_id.get(),
                             guild: message.guild_id.map(Id::get),
                             author: message.author.id.get(),
@@ -913,7 +934,7 @@ impl Channel for Discord {
     fn typing<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // A slash command's "thinking…" shows by itself.
-            let Ok(Target::Channel(channel)) = target(conversation) else {
+            let Ok(Target::Channel(channel, _)) = target(conversation) else {
                 return;
             };
             if let Err(error) = self.inner.http.create_typing_trigger(channel).await {

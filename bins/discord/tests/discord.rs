@@ -470,6 +470,10 @@ async fn a_dm_is_answered_streamed_by_edits_with_typing_first() {
     );
     let posted = rest.bodies(&messages_to(DM));
     assert_eq!(posted.len(), 1, "one message, edited: {posted:?}");
+    assert!(
+        posted[0].get("message_reference").is_none(),
+        "no reply in a DM"
+    );
     assert!("Disk / has **42.5 GB** free.".starts_with(posted[0]["content"].as_str().unwrap()));
     let edits = rest
         .calls()
@@ -503,8 +507,14 @@ async fn in_a_server_only_mentions_are_answered_with_the_mention_stripped() {
         &format!("<@{BOT}> ping?"),
         true,
     );
-    rest.wait_for(&messages_to(GUILD_CHANNEL), |b| b["content"] == "Pong.")
+    let answer = rest
+        .wait_for(&messages_to(GUILD_CHANNEL), |b| b["content"] == "Pong.")
         .await;
+    // A reply to the message that asked, sent anyway if it was deleted.
+    let reference = &answer["message_reference"];
+    assert_eq!(reference["channel_id"], GUILD_CHANNEL, "{answer}");
+    assert!(reference["message_id"].as_str().is_some(), "{answer}");
+    assert_eq!(reference["fail_if_not_exists"], false, "{answer}");
     let asked = recorded.requests();
     assert_eq!(asked.len(), 1, "the unmentioned message was left alone");
     assert_eq!(asked[0].messages.last().unwrap().text(), "ping?");
