@@ -515,9 +515,10 @@ async fn in_a_server_only_mentions_are_answered_with_the_mention_stripped() {
     assert_eq!(reference["channel_id"], GUILD_CHANNEL, "{answer}");
     assert!(reference["message_id"].as_str().is_some(), "{answer}");
     assert_eq!(reference["fail_if_not_exists"], false, "{answer}");
-    assert_ne!(
-        answer["allowed_mentions"]["replied_user"], true,
-        "the author isn't pinged: {answer}"
+    assert_eq!(
+        answer["allowed_mentions"],
+        json!({"parse": []}),
+        "nobody is pinged, the author included: {answer}"
     );
     let asked = recorded.requests();
     assert_eq!(asked.len(), 1, "the unmentioned message was left alone");
