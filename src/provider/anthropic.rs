@@ -9,7 +9,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::http::{
-    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, probe, redact, retried, secret, shared_setters,
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, encode, probe, redact, retried, secret,
+    shared_setters,
 };
 use super::sse::{self, Events, SseDecoder};
 use super::{
@@ -166,11 +167,7 @@ impl Anthropic {
         {
             body["temperature"] = json!(temperature);
         }
-        serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::Decode {
-                message: format!("could not encode the request: {e}"),
-            })
+        encode(&body)
     }
 
     async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {

@@ -229,6 +229,15 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
     )
 }
 
+/// A request body as the bytes sent (and resent on retries).
+pub(crate) fn encode(body: &impl serde::Serialize) -> Result<Bytes, ProviderError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|e| ProviderError::Decode {
+            message: format!("could not encode the request: {e}"),
+        })
+}
+
 /// How long to wait for a connection, by default.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::http::{
-    CONNECT_TIMEOUT, IdleTimer, READ_TIMEOUT, build_client, check_status, redact, retried, send,
-    shared_setters, transport_error,
+    CONNECT_TIMEOUT, IdleTimer, READ_TIMEOUT, build_client, check_status, encode, redact, retried,
+    send, shared_setters, transport_error,
 };
 use super::{
     ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
@@ -109,11 +109,7 @@ impl Ollama {
             think: self.think,
             options: (!options.is_empty()).then_some(options),
         };
-        serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::Decode {
-                message: format!("could not encode the request: {e}"),
-            })
+        encode(&body)
     }
 
     async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {

@@ -10,7 +10,8 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
 use super::http::{
-    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, probe, redact, retried, secret, shared_setters,
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, encode, probe, redact, retried, secret,
+    shared_setters,
 };
 use super::sse::{self, Events, SseDecoder};
 use super::{
@@ -136,11 +137,7 @@ impl OpenAiResponses {
         if let Some(effort) = &self.effort {
             body["reasoning"] = json!({"effort": effort, "summary": "auto"});
         }
-        serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::Decode {
-                message: format!("could not encode the request: {e}"),
-            })
+        encode(&body)
     }
 
     async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {

@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 
 use self::decode::Decoder;
 use super::http::{
-    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, check_status, redact, retried, shared_setters,
-    transport_error,
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, check_status, encode, redact, retried,
+    shared_setters, transport_error,
 };
 use super::sse::SseEvents;
 use super::{ChatRequest, EventStream, Health, ProviderError, RetryPolicy, StreamEvent};
@@ -196,11 +196,7 @@ impl OpenAiCompatible {
                 .filter(|_| unless_extra("max_tokens")),
             extra: &self.extra,
         };
-        serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::Decode {
-                message: format!("could not encode the request: {e}"),
-            })
+        encode(&body)
     }
 
     /// Sends the request and, once the server answered well, returns the
