@@ -10,6 +10,11 @@ use super::{EventSink, Inner, exec};
 use crate::message::ToolCall;
 use crate::provider::assemble::generate_call_id;
 
+/// The agent's own commands; a tool by these names is not reachable by
+/// slash command.
+const HELP: &str = "help";
+const UNDO: &str = "undo";
+
 /// Runs a slash command (the text after `/`). The model is never called and
 /// nothing enters history (`/undo` only takes out); the reply's text is the
 /// tool's output.
@@ -26,10 +31,10 @@ pub(super) async fn run(
         .unwrap_or((command, ""));
     // Telegram appends the bot's name in groups: `/help@my_bot`.
     let name = name.split_once('@').map_or(name, |(n, _)| n);
-    if name == "help" || name.is_empty() {
+    if name == HELP || name.is_empty() {
         return text_reply(help(inner));
     }
-    if name == "undo" {
+    if name == UNDO {
         return text_reply(super::undo::reply(inner, conversation, cancel).await);
     }
     let Some(tool) = inner.tools.get(name) else {
@@ -69,9 +74,8 @@ fn text_reply(text: String) -> Reply {
 fn help(inner: &Inner) -> String {
     let mut out = String::from("Commands (the model is not involved):\n");
     for tool in inner.tools.tools() {
-        // `help` and `undo` are the agent's own: a tool by those names is
-        // not reachable by slash command.
-        if !inner.tools.is_enabled(tool.name()) || matches!(tool.name(), "help" | "undo") {
+        // Shadowed by the agent's own commands.
+        if !inner.tools.is_enabled(tool.name()) || [HELP, UNDO].contains(&tool.name()) {
             continue;
         }
         let spec = tool.spec();

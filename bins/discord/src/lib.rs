@@ -111,28 +111,22 @@ enum Target {
 const INTERACTION: &str = "interaction:";
 
 fn target(of: &str) -> Result<Target, ChannelError> {
-    if let Some((application, token)) = of.strip_prefix(INTERACTION).and_then(|t| t.split_once(':'))
-    {
-        let application = application
-            .parse::<u64>()
-            .ok()
-            .and_then(Id::new_checked)
-            .ok_or_else(|| other("an interaction target without an application id".into()))?;
-        return Ok(Target::Interaction(application, token.to_owned()));
-    }
     fn id<T>(text: &str) -> Option<Id<T>> {
         text.parse::<u64>().ok().and_then(Id::new_checked)
     }
-    let (channel, message) = match chat_of(of).split_once('#') {
-        Some((channel, message)) => (channel, Some(message)),
-        None => (chat_of(of), None),
-    };
-    let message = match message {
-        Some(message) => {
-            Some(id(message).ok_or_else(|| other(format!("`{of}` names no Discord message")))?)
-        }
-        None => None,
-    };
+    if let Some((application, token)) = of.strip_prefix(INTERACTION).and_then(|t| t.split_once(':'))
+    {
+        let application = id(application)
+            .ok_or_else(|| other("an interaction target without an application id".into()))?;
+        return Ok(Target::Interaction(application, token.to_owned()));
+    }
+    let chat = chat_of(of);
+    let (channel, message) = chat
+        .split_once('#')
+        .map_or((chat, None), |(channel, message)| (channel, Some(message)));
+    let message = message
+        .map(|message| id(message).ok_or_else(|| other(format!("`{of}` names no Discord message"))))
+        .transpose()?;
     id(channel)
         .map(|channel| Target::Channel(channel, message))
         .ok_or_else(|| other(format!("`{of}` is not a Discord channel id")))
