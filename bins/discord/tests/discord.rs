@@ -427,10 +427,21 @@ async fn start(
     allowed: &[u64],
     build: impl FnOnce(Arc<dyn Channel>) -> Agent,
 ) -> (Gateway, Rest, MockServer) {
+    start_with(allowed, |_| {}, build).await
+}
+
+/// [`start`], with the settings changed by `adjust` first.
+async fn start_with(
+    allowed: &[u64],
+    adjust: impl FnOnce(&mut ferrobot::bot::DiscordConfig),
+    build: impl FnOnce(Arc<dyn Channel>) -> Agent,
+) -> (Gateway, Rest, MockServer) {
     install_crypto();
     let gateway = Gateway::start().await;
     let (rest, server) = Rest::start().await;
-    let discord = Discord::new(&settings(&server, &gateway, allowed), TOKEN).unwrap();
+    let mut settings = settings(&server, &gateway, allowed);
+    adjust(&mut settings);
+    let discord = Discord::new(&settings, TOKEN).unwrap();
     let channel: Arc<dyn Channel> = Arc::new(discord.clone());
     let agent = build(Arc::clone(&channel));
     tokio::spawn(async move { serve(agent, channel).await.unwrap() });
@@ -535,20 +546,12 @@ async fn strangers_and_other_servers_are_refused_once_and_reach_nothing() {
         counter.fetch_add(1, Ordering::SeqCst);
         async { "pong" }
     });
-    install_crypto();
-    let gateway = Gateway::start().await;
-    let (rest, server) = Rest::start().await;
-    let mut settings = settings(&server, &gateway, &[ANN]);
-    settings.allowed_guild_ids = vec![1234];
-    let discord = Discord::new(&settings, TOKEN).unwrap();
-    let channel: Arc<dyn Channel> = Arc::new(discord.clone());
-    tokio::spawn(serve(
-        agent(model, &channel, vec![ping.into_tool()]),
-        channel,
-    ));
-    tokio::time::timeout(Duration::from_secs(10), discord.connected())
-        .await
-        .unwrap();
+    let (gateway, rest, _server) = start_with(
+        &[ANN],
+        |settings| settings.allowed_guild_ids = vec![1234],
+        |channel| agent(model, &channel, vec![ping.into_tool()]),
+    )
+    .await;
     gateway.message(STRANGER, DM, None, "hello", false);
     gateway.message(STRANGER, DM, None, "/ping", false);
     gateway.slash(STRANGER, "900000000000000001", "ping", json!([]));
@@ -1094,20 +1097,12 @@ async fn a_question_nobody_answers_is_declined_after_the_time_out() {
     let recorded = model.clone();
     let reboot = from_fn("reboot", "Reboot.", |_: Value, _| async { "rebooted" })
         .confirm("Reboot this machine?");
-    install_crypto();
-    let gateway = Gateway::start().await;
-    let (rest, server) = Rest::start().await;
-    let mut settings = settings(&server, &gateway, &[ANN]);
-    settings.confirm_timeout_secs = 1;
-    let discord = Discord::new(&settings, TOKEN).unwrap();
-    let channel: Arc<dyn Channel> = Arc::new(discord.clone());
-    tokio::spawn(serve(
-        agent(model, &channel, vec![reboot.into_tool()]),
-        channel,
-    ));
-    tokio::time::timeout(Duration::from_secs(10), discord.connected())
-        .await
-        .unwrap();
+    let (gateway, rest, _server) = start_with(
+        &[ANN],
+        |settings| settings.confirm_timeout_secs = 1,
+        |channel| agent(model, &channel, vec![reboot.into_tool()]),
+    )
+    .await;
     gateway.message(ANN, DM, None, "reboot", false);
     let shown = rest
         .wait_for("PATCH", |b| {

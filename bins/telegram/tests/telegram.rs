@@ -228,31 +228,35 @@ impl FakeBotApi {
     /// satisfies `wanted`, up to 30 s (a binary may start cold on a loaded
     /// machine).
     async fn wait_for_reply(&self, after: usize, wanted: impl Fn(&Value) -> bool) -> Value {
-        for _ in 0..1500 {
-            if let Some((call, _)) = self
-                .replies(after)
+        self.wait_until("a matching reply", || {
+            self.replies(after)
                 .into_iter()
                 .find(|(c, ok)| *ok && wanted(c))
-            {
-                return call;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let state = self.0.lock().unwrap();
-        panic!("no matching reply; calls: {:#?}", state.calls);
+                .map(|(call, _)| call)
+        })
+        .await
     }
 
     /// Waits until a `method` call satisfies `wanted`, up to 30 s (a binary
     /// may start cold on a loaded machine).
     async fn wait_for(&self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        self.wait_until(&format!("a matching {method} call"), || {
+            self.calls(method).into_iter().find(|c| wanted(c))
+        })
+        .await
+    }
+
+    /// Checks `found` every 20 ms, up to 30 s, until it finds something;
+    /// then panics naming `what` and showing every call.
+    async fn wait_until<T>(&self, what: &str, found: impl Fn() -> Option<T>) -> T {
         for _ in 0..1500 {
-            if let Some(call) = self.calls(method).into_iter().find(|c| wanted(c)) {
-                return call;
+            if let Some(thing) = found() {
+                return thing;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let state = self.0.lock().unwrap();
-        panic!("no matching {method} call; calls: {:#?}", state.calls);
+        panic!("no {what}; calls: {:#?}", state.calls);
     }
 }
 
@@ -274,7 +278,19 @@ fn start(
     allowed: &[u64],
     build: impl FnOnce(Arc<dyn Channel>) -> Agent,
 ) -> tokio::task::JoinHandle<()> {
-    let telegram = Telegram::new(&settings(server, allowed), TOKEN).unwrap();
+    start_with(server, allowed, |_| {}, build)
+}
+
+/// [`start`], with the settings changed by `adjust` first.
+fn start_with(
+    server: &MockServer,
+    allowed: &[u64],
+    adjust: impl FnOnce(&mut ferrobot::bot::TelegramConfig),
+    build: impl FnOnce(Arc<dyn Channel>) -> Agent,
+) -> tokio::task::JoinHandle<()> {
+    let mut settings = settings(server, allowed);
+    adjust(&mut settings);
+    let telegram = Telegram::new(&settings, TOKEN).unwrap();
     let channel: Arc<dyn Channel> = Arc::new(telegram);
     let agent = build(Arc::clone(&channel));
     tokio::spawn(async move {
@@ -547,11 +563,12 @@ async fn a_question_nobody_answers_is_declined_after_the_time_out() {
     let recorded = model.clone();
     let reboot = from_fn("reboot", "Reboot.", |_: Value, _| async { "rebooted" })
         .confirm("Reboot this machine?");
-    let mut settings = settings(&server, &[ANN]);
-    settings.confirm_timeout_secs = 1;
-    let channel: Arc<dyn Channel> = Arc::new(Telegram::new(&settings, TOKEN).unwrap());
-    let agent = agent(model, &channel, vec![reboot.into_tool()]);
-    tokio::spawn(serve(agent, channel));
+    let _bot = start_with(
+        &server,
+        &[ANN],
+        |settings| settings.confirm_timeout_secs = 1,
+        |channel| agent(model, &channel, vec![reboot.into_tool()]),
+    );
     api.text(ANN, ANN as i64, "reboot");
     api.wait_for("EditMessageText", |c| {
         c["text"] == "Reboot this machine?\n\n⌛ No answer within 1 s: declined"
@@ -652,26 +669,21 @@ async fn markdown_telegram_rejects_is_sent_again_as_plain_text() {
     api.fail("SendMessage", true, 400, refusal);
     let before = api.mark();
     api.text(ANN, ANN as i64, "hi");
-    for _ in 0..1500 {
+    api.wait_until("plain text after the refused Markdown", || {
         let calls = api.0.lock().unwrap().calls[before..].to_vec();
         let refused = calls
             .iter()
-            .position(|(_, c, ok)| !ok && c["parse_mode"] == "MarkdownV2");
-        if let Some(i) = refused
-            && calls[i + 1..].iter().any(|(_, c, ok)| {
+            .position(|(_, c, ok)| !ok && c["parse_mode"] == "MarkdownV2")?;
+        calls[refused + 1..]
+            .iter()
+            .any(|(_, c, ok)| {
                 *ok && c["text"] == "Streamed *answer"
                     && c.get("parse_mode").is_none()
                     && c["chat_id"] == json!(ANN)
             })
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!(
-        "no plain text after the refused Markdown: {:#?}",
-        &api.0.lock().unwrap().calls[before..]
-    );
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
