@@ -35,7 +35,6 @@ pub(super) async fn run(
         sink,
         cancel,
         usage: Usage::default(),
-        spent: Spent::new(),
         records: Vec::new(),
         bad_arguments: HashMap::new(),
     }
@@ -51,8 +50,6 @@ struct Turn<'a, S> {
     sink: &'a S,
     cancel: &'a CancellationToken,
     usage: Usage,
-    /// What the turn has used of its budget.
-    spent: Spent,
     records: Vec<ToolCallRecord>,
     /// How often each tool got invalid arguments this turn.
     bad_arguments: HashMap<String, u32>,
@@ -73,7 +70,7 @@ impl<S: EventSink> Turn<'_, S> {
         };
         // The budget counts from here: waiting for the conversation's
         // earlier turn is not this turn's work.
-        self.spent = Spent::new();
+        let mut spent = Spent::new();
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
         let user = Message::user(text);
         self.store(std::slice::from_ref(&user)).await?;
@@ -89,9 +86,7 @@ impl<S: EventSink> Turn<'_, S> {
             let limit = if round >= self.inner.max_tool_rounds {
                 Some(Limit::Rounds(self.inner.max_tool_rounds))
             } else {
-                self.inner
-                    .budget
-                    .reached(&self.spent, self.usage.output_tokens)
+                self.inner.budget.reached(&spent, self.usage.output_tokens)
             };
             let choice = if limit.is_some() {
                 ToolChoice::None
@@ -132,7 +127,7 @@ impl<S: EventSink> Turn<'_, S> {
             };
             let (results, records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
                 results.into_iter().unzip();
-            self.spent.tool_output_bytes += results.iter().map(|r| r.content.len()).sum::<usize>();
+            spent.tool_output_bytes += results.iter().map(|r| r.content.len()).sum::<usize>();
             let step = [assembled.message.clone(), Message::tool_results(results)];
             self.store(&step).await?;
             for record in &records {
