@@ -744,7 +744,6 @@ mod configure {
     }
 
     configure_by_builder!(
-        #[cfg(feature = "openai")]
         crate::provider::OpenAiCompatible,
         #[cfg(feature = "anthropic")]
         crate::provider::Anthropic,

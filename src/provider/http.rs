@@ -334,6 +334,11 @@ impl IdleTimer {
         }
     }
 
+    /// The time-out it watches for.
+    pub(crate) fn limit(&self) -> Duration {
+        self.timeout
+    }
+
     /// Bytes came in.
     pub(crate) fn read(&mut self) {
         self.progressed = true;

@@ -336,7 +336,6 @@ struct NdjsonLines<'a> {
     ready: VecDeque<String>,
     done: bool,
     endpoint: String,
-    read_timeout: Duration,
     idle: IdleTimer,
 }
 
@@ -352,7 +351,6 @@ impl<'a> NdjsonLines<'a> {
             ready: VecDeque::new(),
             done: false,
             endpoint,
-            read_timeout,
             idle: IdleTimer::new(read_timeout),
         }
     }
@@ -380,7 +378,7 @@ impl futures_core::Stream for NdjsonLines<'_> {
                     this.done = true;
                     return Poll::Ready(Some(Err(ProviderError::Timeout {
                         endpoint: this.endpoint.clone(),
-                        after: this.read_timeout,
+                        after: this.idle.limit(),
                     })));
                 }
                 Poll::Pending => return Poll::Pending,
@@ -399,7 +397,7 @@ impl futures_core::Stream for NdjsonLines<'_> {
                     this.done = true;
                     return Poll::Ready(Some(Err(transport_error(
                         &this.endpoint,
-                        this.read_timeout,
+                        this.idle.limit(),
                         e,
                     ))));
                 }

@@ -59,7 +59,6 @@ pub(crate) struct SseEvents<S, D> {
     name: Option<(usize, usize)>,
     queue: Events,
     endpoint: String,
-    read_timeout: Duration,
     done: bool,
     /// An error that ends the stream once the events decoded before it are out.
     error: Option<ProviderError>,
@@ -105,7 +104,6 @@ impl<S, D: SseDecoder> SseEvents<S, D> {
             name: None,
             queue: Events::new(),
             endpoint,
-            read_timeout,
             done: false,
             error: None,
             idle: IdleTimer::new(read_timeout),
@@ -223,7 +221,7 @@ where
                         this.parse()
                     }
                     Poll::Ready(Some(Err(e))) => {
-                        Err(transport_error(&this.endpoint, this.read_timeout, e))
+                        Err(transport_error(&this.endpoint, this.idle.limit(), e))
                     }
                     Poll::Ready(None) => {
                         this.body_done = true;
@@ -231,7 +229,7 @@ where
                     }
                     Poll::Pending if this.idle.timed_out(cx) => Err(ProviderError::Timeout {
                         endpoint: this.endpoint.clone(),
-                        after: this.read_timeout,
+                        after: this.idle.limit(),
                     }),
                     Poll::Pending => return Poll::Pending,
                 }
