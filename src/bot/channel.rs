@@ -77,6 +77,13 @@ pub enum ChannelError {
     },
 }
 
+impl ChannelError {
+    /// The error and its sources joined with ": ", for a log line.
+    pub fn chain(&self) -> String {
+        crate::error::chain(self)
+    }
+}
+
 /// A chat platform: where messages come from and replies go.
 ///
 /// The Telegram and Discord binaries implement it; [`serve`] joins one to an

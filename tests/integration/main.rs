@@ -24,9 +24,6 @@ mod schemas;
 // The shared bot runtime: a channel joined to an agent.
 #[cfg(feature = "bot")]
 mod bot;
-// The layered bot config: defaults, file, environment, flags, errors.
-#[cfg(feature = "bot")]
-mod config;
 // Trimming long conversations: a proptest that calls stay with their results.
 mod context;
 // Replays the recorded provider traffic in ../shared/corpus through a

@@ -10,11 +10,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ferrobot::agent::{Status, ToolOutcome};
-use ferrobot::bot::{Config, ConfigSource, LoadedConfig, ToolState, TurnTrace, append_trace};
 use ferrobot::confirm::ConfirmRequest;
 use ferrobot::history::{HistoryStore, SqliteHistory};
 use ferrobot::provider::Provider;
 use ferrobot::{Agent, AgentEvent};
+use ferrobot_app::{Config, ConfigSource, LoadedConfig, ToolState, TurnTrace, append_trace};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -570,7 +570,7 @@ async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::Result<ExitC
             health.detail.unwrap_or_else(|| "no answer".into())
         );
     }
-    let _tools = ferrobot::bot::watch_tools_file(loaded.tools_file_path(), &agent);
+    let _tools = ferrobot_app::watch_tools_file(loaded.tools_file_path(), &agent);
     let mut show_reasoning = true;
     while let Some(line) = input.line("› ").await {
         let line = line.trim();
@@ -609,7 +609,7 @@ async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::Result<ExitC
 }
 
 async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
-    let provider = loaded.provider();
+    let provider = loaded.provider()?;
     let llm = &loaded.config.llm;
     let health = provider.health().await;
     out!(

@@ -226,7 +226,7 @@ fn config_check_shows_each_value_and_its_source() {
         text.contains("llm.base_url = http://gpu:8000/v1    # command-line flag"),
         "{text}"
     );
-    assert!(text.contains("llm.api_key = [set]"), "{text}");
+    assert!(text.contains("llm.api_key = [redacted]"), "{text}");
     assert!(!text.contains("sk-hidden"), "{text}");
 }
 

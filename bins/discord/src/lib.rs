@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferrobot::bot::{
-    Channel, ChannelError, CommandSpec, DiscordConfig, Handler, Incoming, LatestMenu, Length,
-    LoadedConfig, OptionKind, Questions, Unanswered, chat_of, decided, slash_text,
+    Channel, ChannelError, CommandSpec, Handler, Incoming, LatestMenu, Length, OptionKind,
+    Questions, Unanswered, chat_of, decided, slash_text,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::future::BoxFuture;
@@ -97,8 +97,8 @@ impl std::fmt::Debug for Discord {
     }
 }
 
-pub use ferrobot_bin::Error;
-use ferrobot_bin::{Retry, lock};
+pub use ferrobot_app::Error;
+use ferrobot_app::{DiscordConfig, LoadedConfig, Retry, lock};
 
 /// Where a reply goes: a channel (or DM), as a reply to a message there
 /// (`CHANNEL#MESSAGE`) or not, or a slash command's interaction.
@@ -256,7 +256,7 @@ impl Inner {
             ErrorType::RequestError | ErrorType::RequestTimedOut => Retry::Backoff,
             _ => Retry::No,
         };
-        ferrobot_bin::retry("Discord", what, request, classify, |e| self.redact(e)).await
+        ferrobot_app::retry("Discord", what, request, classify, |e| self.redact(e)).await
     }
 
     /// The `id` of the object a response carries (read loosely, so a

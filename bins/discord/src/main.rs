@@ -5,13 +5,13 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let bin = ferrobot_bin::Bin {
+    let bin = ferrobot_app::Bin {
         name: "ferrobot-discord",
         version: env!("CARGO_PKG_VERSION"),
         about: "Your machine's assistant on Discord.",
         env: "FERROBOT_DISCORD__TOKEN, FERROBOT_DISCORD__ALLOWED_USER_IDS=[111], FERROBOT_LLM__BASE_URL, FERROBOT_LLM__MODEL… See docs/discord.md.",
     };
-    ferrobot_bin::main(
+    ferrobot_app::main(
         bin,
         |loaded| async move { ferrobot_discord::run(&loaded).await },
     )

@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrobot::Agent;
-use ferrobot::bot::{Channel, Config, ConfigSource, serve};
+use ferrobot::bot::{Channel, serve};
 use ferrobot::provider::OpenAiCompatible;
 use ferrobot::testing::{MockProvider, MockTurn, OpenAiStream};
 use ferrobot::tool::{IntoTool as _, from_fn};
+use ferrobot_app::{Config, ConfigSource};
 use ferrobot_discord::Discord;
 use ferrobot_testkit::{Home, agent, corpus, llm, read};
 use futures_util::{SinkExt as _, StreamExt as _};
@@ -409,7 +410,7 @@ impl Rest {
 
 // ---------------------------------------------------------------- helpers
 
-fn settings(rest: &MockServer, gateway: &Gateway, allowed: &[u64]) -> ferrobot::bot::DiscordConfig {
+fn settings(rest: &MockServer, gateway: &Gateway, allowed: &[u64]) -> ferrobot_app::DiscordConfig {
     let mut settings = Config::load(&ConfigSource::defaults_only())
         .unwrap()
         .config
@@ -433,7 +434,7 @@ async fn start(
 /// [`start`], with the settings changed by `adjust` first.
 async fn start_with(
     allowed: &[u64],
-    adjust: impl FnOnce(&mut ferrobot::bot::DiscordConfig),
+    adjust: impl FnOnce(&mut ferrobot_app::DiscordConfig),
     build: impl FnOnce(Arc<dyn Channel>) -> Agent,
 ) -> (Gateway, Rest, MockServer) {
     install_crypto();

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrobot::bot::{
-    Channel, ChannelError, CommandSpec, Handler, Incoming, LatestMenu, Length, LoadedConfig,
-    Questions, TelegramConfig, Unanswered, clip, decided,
+    Channel, ChannelError, CommandSpec, Handler, Incoming, LatestMenu, Length, Questions,
+    Unanswered, clip, decided,
 };
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::StreamExt;
@@ -82,8 +82,8 @@ impl std::fmt::Debug for Telegram {
     }
 }
 
-pub use ferrobot_bin::Error;
-use ferrobot_bin::{Retry, lock};
+pub use ferrobot_app::Error;
+use ferrobot_app::{LoadedConfig, Retry, TelegramConfig, lock};
 
 impl Telegram {
     /// A channel for the bot with `token`, as `settings` describe.
@@ -152,7 +152,7 @@ impl Inner {
             | RequestError::Api(ApiError::Unknown(_)) => Retry::Backoff,
             _ => Retry::No,
         };
-        ferrobot_bin::retry("Telegram", what, request, classify, |e| self.redact(e)).await
+        ferrobot_app::retry("Telegram", what, request, classify, |e| self.redact(e)).await
     }
 
     fn is_allowed(&self, user: u64) -> bool {

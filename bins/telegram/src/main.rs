@@ -5,13 +5,13 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let bin = ferrobot_bin::Bin {
+    let bin = ferrobot_app::Bin {
         name: "ferrobot-telegram",
         version: env!("CARGO_PKG_VERSION"),
         about: "Your machine's assistant on Telegram.",
         env: "FERROBOT_TELEGRAM__TOKEN, FERROBOT_TELEGRAM__ALLOWED_USER_IDS=[111], FERROBOT_LLM__BASE_URL, FERROBOT_LLM__MODEL… See docs/telegram.md.",
     };
-    ferrobot_bin::main(bin, |loaded| async move {
+    ferrobot_app::main(bin, |loaded| async move {
         ferrobot_telegram::run(&loaded).await
     })
     .await

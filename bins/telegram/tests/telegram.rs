@@ -10,10 +10,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrobot::bot::{Channel, Config, ConfigSource, serve};
+use ferrobot::bot::{Channel, serve};
 use ferrobot::testing::{MockProvider, MockTurn, OpenAiStream};
 use ferrobot::tool::{IntoTool as _, from_fn};
 use ferrobot::{Agent, ToolContext};
+use ferrobot_app::{Config, ConfigSource};
 use ferrobot_telegram::Telegram;
 use ferrobot_testkit::{Home, agent, corpus, llm, openai, read, text_answer};
 use serde_json::{Value, json};
@@ -260,7 +261,7 @@ impl FakeBotApi {
     }
 }
 
-fn settings(server: &MockServer, allowed: &[u64]) -> ferrobot::bot::TelegramConfig {
+fn settings(server: &MockServer, allowed: &[u64]) -> ferrobot_app::TelegramConfig {
     let mut settings = Config::load(&ConfigSource::defaults_only())
         .unwrap()
         .config
@@ -285,7 +286,7 @@ fn start(
 fn start_with(
     server: &MockServer,
     allowed: &[u64],
-    adjust: impl FnOnce(&mut ferrobot::bot::TelegramConfig),
+    adjust: impl FnOnce(&mut ferrobot_app::TelegramConfig),
     build: impl FnOnce(Arc<dyn Channel>) -> Agent,
 ) -> tokio::task::JoinHandle<()> {
     let mut settings = settings(server, allowed);

@@ -7,14 +7,13 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::agent::AgentEvent;
-use crate::message::Usage;
+use ferrobot::{AgentEvent, Usage};
 
 /// Collects a turn's events into one trace record.
 ///
 /// # Examples
 /// ```
-/// use ferrobot::bot::TurnTrace;
+/// use ferrobot_app::TurnTrace;
 /// let mut trace = TurnTrace::new("alice", "hi");
 /// let record = trace.finish(Err("LLM unavailable"));
 /// assert_eq!(record["conversation"], "alice");

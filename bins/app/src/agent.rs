@@ -1,4 +1,5 @@
-//! The agent a bot's config describes: its model, its tools, its history.
+//! The agent a config describes (its model, its tools, its history), and a
+//! bot served from it.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -6,11 +7,13 @@ use std::time::Duration;
 
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{Channel, ChannelConfirm, ChannelError, ChannelNotifier, LoadedConfig, ToolState};
-use crate::agent::{Agent, TurnBudget};
-use crate::confirm::ConfirmHandler;
-use crate::history::SqliteHistory;
-use crate::tool::{Notifier, Tool};
+use ferrobot::agent::{Agent, TurnBudget};
+use ferrobot::bot::{Channel, ChannelConfirm, ChannelError, ChannelNotifier};
+use ferrobot::confirm::ConfirmHandler;
+use ferrobot::history::SqliteHistory;
+use ferrobot::tool::{Notifier, Tool};
+
+use crate::{LoadedConfig, ToolState, watch_tools_file};
 
 impl LoadedConfig {
     /// The tools a bot offers: the system tools, then the command tools of
@@ -18,11 +21,11 @@ impl LoadedConfig {
     ///
     /// # Errors
     /// When the tools file has mistakes; the message names them.
-    pub fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, crate::BoxError> {
-        let mut tools = crate::tools::system();
+    pub fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ferrobot::BoxError> {
+        let mut tools = ferrobot::tools::system();
         let file = self.tools_file_path();
         if file.is_file() {
-            let commands = crate::tools::CommandTool::load_file(&file)?;
+            let commands = ferrobot::tools::CommandTool::load_file(&file)?;
             tools.extend(commands.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>));
         }
         Ok(tools)
@@ -34,20 +37,21 @@ impl LoadedConfig {
     /// want approval and delivers later messages through `notifier`.
     ///
     /// # Errors
-    /// When the history can't be opened or the tools or tool state files
-    /// can't be read; the message names the file.
+    /// When the dialect is not in this build, the history can't be opened
+    /// or the tools or tool state files can't be read; the message names the
+    /// feature or the file.
     pub async fn agent(
         &self,
         confirm: impl ConfirmHandler,
         notifier: impl Notifier,
-    ) -> Result<Agent, crate::BoxError> {
+    ) -> Result<Agent, ferrobot::BoxError> {
         let path = self.history_path();
         let history = SqliteHistory::open(&path)
             .await
             .map_err(|e| format!("opening the history at {}: {e}", path.display()))?;
         let settings = &self.config.agent;
         let agent = Agent::builder()
-            .provider(self.provider())
+            .provider(self.provider()?)
             .tools(self.tools()?)
             .system_prompt(settings.system_prompt.clone())
             .max_tool_rounds(settings.max_tool_rounds)
@@ -72,7 +76,7 @@ impl LoadedConfig {
     /// messages go through it), the tool state and tools files followed as
     /// they change, and, when `notice_to` resolves to a conversation (once
     /// the channel is connected), a start-up report sent there
-    /// ([`system_report`](crate::tools::system_report)).
+    /// ([`system_report`](ferrobot::tools::system_report)).
     ///
     /// # Errors
     /// When the agent can't be built (the message names the file) or the
@@ -93,19 +97,18 @@ impl LoadedConfig {
                 source: Some(source),
             })?;
         let _state = AbortOnDropHandle::new(ToolState::watch(self.tool_state_path(), &agent));
-        let _tools =
-            AbortOnDropHandle::new(super::watch_tools_file(self.tools_file_path(), &agent));
+        let _tools = AbortOnDropHandle::new(watch_tools_file(self.tools_file_path(), &agent));
         let _notice = notice_to.map(|notice_to| {
             let channel = Arc::clone(&channel);
             AbortOnDropHandle::new(tokio::spawn(async move {
                 let Some(to) = notice_to.await else { return };
-                let report = crate::tools::system_report().await;
+                let report = ferrobot::tools::system_report().await;
                 let text = format!("ferrobot is online.\n\n{report}");
                 if let Err(error) = channel.send(&to, &text).await {
-                    tracing::warn!(error = %crate::error::chain(&error), "could not send the start-up notice");
+                    tracing::warn!(error = %error.chain(), "could not send the start-up notice");
                 }
             }))
         });
-        super::serve(agent, channel).await
+        ferrobot::bot::serve(agent, channel).await
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::Agent;
+use ferrobot::Agent;
 
 /// The disabled tools, as stored in the tool state file
 /// (`{"disabled": ["reboot"]}`). `ferrobot enable`/`disable` write it; a
@@ -15,7 +15,7 @@ use crate::agent::Agent;
 ///
 /// # Examples
 /// ```
-/// use ferrobot::bot::ToolState;
+/// use ferrobot_app::ToolState;
 /// let path = std::env::temp_dir().join(format!("ferrobot-state-{}.json", std::process::id()));
 /// let mut state = ToolState::load(&path)?;
 /// state.set_enabled("reboot", false);
@@ -132,22 +132,20 @@ fn follow(
 /// `CommandTool::load_file`): checked twice a second, tools added, changed
 /// and removed as the file is; a file with mistakes is reported and the
 /// tools stay as they were. Until the returned task is aborted.
-#[cfg(feature = "tools")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub fn watch_tools_file(path: PathBuf, agent: &Agent) -> tokio::task::JoinHandle<()> {
     let agent = agent.clone();
-    let names = |tools: &[crate::tools::CommandTool]| -> Vec<String> {
+    let names = |tools: &[ferrobot::tools::CommandTool]| -> Vec<String> {
         tools
             .iter()
-            .map(|t| crate::tool::Tool::name(t).to_owned())
+            .map(|t| ferrobot::Tool::name(t).to_owned())
             .collect()
     };
-    let mut loaded = crate::tools::CommandTool::load_file(&path)
+    let mut loaded = ferrobot::tools::CommandTool::load_file(&path)
         .map(|t| names(&t))
         .unwrap_or_default();
     follow(path, false, move |path| {
         let tools = if path.exists() {
-            crate::tools::CommandTool::load_file(path)
+            ferrobot::tools::CommandTool::load_file(path)
         } else {
             Ok(Vec::new())
         };

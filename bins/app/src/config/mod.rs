@@ -1,0 +1,270 @@
+//! The configuration the CLI and the bots read: its schema here, loading
+//! and checking in [`load`], the provider `[llm]` describes in [`dialect`].
+
+mod dialect;
+mod load;
+mod secret;
+
+use std::fmt;
+
+use figment::value::magic::RelativePathBuf;
+use serde::{Deserialize, Serialize};
+
+pub use dialect::Dialect;
+pub use load::{ConfigError, ConfigSource, LoadedConfig, user_config_file, user_data_dir};
+pub use secret::Secret;
+
+/// A bot's settings, layered: built-in defaults, then a config file (`-c
+/// FILE`, else `./ferrobot.toml`, else the per-user config dir), then
+/// `FERROBOT_…` environment variables (`__` nests: `FERROBOT_LLM__MODEL`),
+/// then command-line flags. Unknown keys and bad values are errors naming
+/// the key and where it came from.
+///
+/// # Examples
+/// ```
+/// use ferrobot_app::{Config, ConfigSource};
+/// let loaded = Config::load(&ConfigSource::defaults_only().model("llama3.2")).unwrap();
+/// assert_eq!(loaded.config.llm.model, "llama3.2");
+/// assert_eq!(loaded.config.agent.max_tool_rounds, 10);
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// The model endpoint.
+    pub llm: LlmConfig,
+    /// The agent's behaviour.
+    pub agent: AgentConfig,
+    /// Where conversations are kept.
+    pub history: HistoryConfig,
+    /// Tool enable/disable state.
+    pub tools: ToolsConfig,
+    /// The Telegram bot.
+    pub telegram: TelegramConfig,
+    /// The Discord bot.
+    pub discord: DiscordConfig,
+}
+
+/// `[llm]`: the model endpoint.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LlmConfig {
+    /// The dialect. By default, `openai` (any OpenAI-compatible server).
+    pub provider: Dialect,
+    /// The server. By default, Ollama at `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// The model. By default, `qwen3:8b`.
+    pub model: String,
+    /// The API key itself; prefer `api_key_env`. Never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
+    /// The environment variable holding the API key, e.g. `OPENAI_API_KEY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature. By default, the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Whether to stream answers. By default, `true`.
+    pub streaming: bool,
+    /// How long to wait for a connection to the server, in seconds (1 to
+    /// 86,400). By default, 10.
+    pub connect_timeout_secs: u64,
+    /// How long to wait for each next piece of an answer, in seconds (1 to
+    /// 86,400). By default, 300 (a local model can take minutes to read a
+    /// long prompt).
+    pub read_timeout_secs: u64,
+}
+
+impl fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("api_key_env", &self.api_key_env)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `[agent]`: the agent's behaviour.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AgentConfig {
+    /// Sent before every conversation.
+    pub system_prompt: String,
+    /// Rounds of tool calls per turn. By default, 10.
+    pub max_tool_rounds: u32,
+    /// Seconds a tool may run. By default, 60.
+    pub tool_timeout_secs: u64,
+    /// Seconds a turn may go on calling tools before the model must answer
+    /// from what it has (not 0). By default, no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_wall_time_secs: Option<u64>,
+    /// Bytes of tool output a turn may give the model (not 0). By default,
+    /// no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tool_output_bytes: Option<usize>,
+    /// Tokens the model may write in a turn (not 0). By default, no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_output_tokens: Option<u64>,
+}
+
+/// `[history]`: where conversations are kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HistoryConfig {
+    /// The SQLite file, relative to the config file's directory. By default,
+    /// `history.db` in the per-user data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<RelativePathBuf>,
+}
+
+/// `[tools]`: tool settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolsConfig {
+    /// Which tools are disabled, a JSON file relative to the config file's
+    /// directory. By default, `tool_state.json` in the per-user data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_file: Option<RelativePathBuf>,
+    /// Command tools, a TOML file relative to the config file's directory
+    /// (see `ferrobot::tools::CommandTool::load_file`). By default,
+    /// `tools.toml` in the per-user config directory, if it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<RelativePathBuf>,
+}
+
+/// `[telegram]`: the Telegram bot (`ferrobot-telegram`).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TelegramConfig {
+    /// The bot's token from `@BotFather`; prefer the environment
+    /// (`FERROBOT_TELEGRAM__TOKEN`). Never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// The Bot API server. By default, `https://api.telegram.org`.
+    pub api_url: String,
+    /// The Telegram user ids allowed to talk to the bot; everyone else is
+    /// refused. Empty (the default) refuses everyone.
+    pub allowed_user_ids: Vec<u64>,
+    /// Whether to send a short system report once connected. By default, yes.
+    pub startup_notice: bool,
+    /// Where the start-up report goes. By default, the first allowed user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify_chat_id: Option<i64>,
+    /// Seconds a confirmation waits for a button press before declining.
+    /// By default, 300.
+    pub confirm_timeout_secs: u64,
+    /// Milliseconds between edits of a reply being written. By default,
+    /// 1,500 (Telegram limits how often a bot may edit).
+    pub edit_interval_ms: u64,
+}
+
+impl fmt::Debug for TelegramConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelegramConfig")
+            .field("token", &self.token)
+            .field("api_url", &self.api_url)
+            .field("allowed_user_ids", &self.allowed_user_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `[discord]`: the Discord bot (`ferrobot-discord`).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct DiscordConfig {
+    /// The bot's token from the Developer Portal; prefer the environment
+    /// (`FERROBOT_DISCORD__TOKEN`). Never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// The REST API. By default, `https://discord.com`.
+    pub api_url: String,
+    /// The gateway. By default, `wss://gateway.discord.gg`.
+    pub gateway_url: String,
+    /// The Discord user ids allowed to talk to the bot; everyone else is
+    /// refused. Empty (the default) refuses everyone.
+    pub allowed_user_ids: Vec<u64>,
+    /// The servers (guilds) the bot answers in; DMs are always answered
+    /// (to allowed users). Empty (the default): any server.
+    pub allowed_guild_ids: Vec<u64>,
+    /// Whether to send a short system report once connected. By default, yes.
+    pub startup_notice: bool,
+    /// The channel the start-up report goes to. By default, a DM to the
+    /// first allowed user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify_channel_id: Option<u64>,
+    /// Seconds a confirmation waits for a button press before declining.
+    /// By default, 300.
+    pub confirm_timeout_secs: u64,
+    /// Milliseconds between edits of a reply being written. By default, 1,200.
+    pub edit_interval_ms: u64,
+}
+
+impl fmt::Debug for DiscordConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DiscordConfig")
+            .field("token", &self.token)
+            .field("api_url", &self.api_url)
+            .field("gateway_url", &self.gateway_url)
+            .field("allowed_user_ids", &self.allowed_user_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            llm: LlmConfig {
+                provider: Dialect::OpenAi,
+                base_url: "http://localhost:11434/v1".into(),
+                model: "qwen3:8b".into(),
+                api_key: None,
+                api_key_env: None,
+                temperature: None,
+                streaming: true,
+                connect_timeout_secs: 10,
+                read_timeout_secs: 300,
+            },
+            agent: AgentConfig {
+                system_prompt: "You are a careful system administration assistant running on the user's machine. \
+                                Use the tools to look things up instead of guessing, and say what you did."
+                    .into(),
+                max_tool_rounds: 10,
+                tool_timeout_secs: 60,
+                budget_wall_time_secs: None,
+                budget_tool_output_bytes: None,
+                budget_output_tokens: None,
+            },
+            history: HistoryConfig { path: None },
+            tools: ToolsConfig { state_file: None, file: None },
+            telegram: TelegramConfig {
+                token: None,
+                api_url: "https://api.telegram.org".into(),
+                allowed_user_ids: Vec::new(),
+                startup_notice: true,
+                notify_chat_id: None,
+                confirm_timeout_secs: 300,
+                edit_interval_ms: 1500,
+            },
+            discord: DiscordConfig {
+                token: None,
+                api_url: "https://discord.com".into(),
+                gateway_url: "wss://gateway.discord.gg".into(),
+                allowed_user_ids: Vec::new(),
+                allowed_guild_ids: Vec::new(),
+                startup_notice: true,
+                notify_channel_id: None,
+                confirm_timeout_secs: 300,
+                edit_interval_ms: 1200,
+            },
+        }
+    }
+}

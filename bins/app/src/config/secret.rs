@@ -1,0 +1,48 @@
+//! A secret from config or environment, hidden by its type.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A secret from config or environment (an API key, a bot token): never
+/// printed. Its `Debug` shows `[redacted]` and it serializes as `[redacted]`,
+/// so a config written out anywhere (`config check`, a log line) can't carry
+/// it, whatever the key holding it is called.
+///
+/// # Examples
+/// ```
+/// let secret = ferrobot_app::Secret::new("sk-123");
+/// assert_eq!(format!("{secret:?}"), "[redacted]");
+/// assert_eq!(serde_json::to_string(&secret).unwrap(), r#""[redacted]""#);
+/// assert_eq!(secret.expose(), "sk-123");
+/// ```
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+/// What a secret shows instead of itself.
+pub(crate) const REDACTED: &str = "[redacted]";
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(secret: impl Into<String>) -> Self {
+        Self(secret.into())
+    }
+
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(REDACTED)
+    }
+}

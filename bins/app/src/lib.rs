@@ -1,0 +1,30 @@
+//! `ferrobot-app`: the application behind ferrobot's three binaries (the
+//! `ferrobot` CLI, `ferrobot-telegram`, `ferrobot-discord`), and nothing
+//! else. Programs embedding ferrobot use the `ferrobot` library, which knows
+//! nothing of this crate.
+//!
+//! - [`config`]: the layered config (defaults, file, `FERROBOT_…`
+//!   environment, flags), its checks, and the provider `[llm]` describes.
+//! - [`agent`](mod@agent): the [`Agent`](ferrobot::Agent) a config describes
+//!   and a bot served from it ([`LoadedConfig::serve`]).
+//! - [`tool_state`]: which tools are switched off, in a file every process
+//!   shares, and following the tools file.
+//! - [`trace`]: one JSON line per turn in `traces.jsonl`.
+//! - [`run`]: a bot binary's `main` (arguments, logging, exit codes), and
+//!   [`retry`](mod@retry): the rule for retrying a chat platform's API.
+
+pub mod agent;
+pub mod config;
+pub mod retry;
+pub mod run;
+pub mod tool_state;
+pub mod trace;
+
+pub use config::{
+    AgentConfig, Config, ConfigError, ConfigSource, Dialect, DiscordConfig, HistoryConfig,
+    LlmConfig, LoadedConfig, Secret, TelegramConfig, ToolsConfig, user_config_file, user_data_dir,
+};
+pub use retry::{Retry, retry};
+pub use run::{Bin, Error, lock, main};
+pub use tool_state::{ToolState, watch_tools_file};
+pub use trace::{TurnTrace, append_trace};
