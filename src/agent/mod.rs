@@ -20,6 +20,7 @@
 //!    keeps what streamed, marked interrupted.
 
 mod budget;
+mod builtin;
 mod event;
 mod exec;
 mod lock;
@@ -39,6 +40,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use budget::TurnBudget;
+pub use builtin::Builtin;
 pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
 
 use self::lock::ConversationLocks;

@@ -6,14 +6,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::event::Reply;
-use super::{EventSink, Inner, exec};
+use super::{Builtin, EventSink, Inner, exec};
 use crate::message::ToolCall;
 use crate::provider::assemble::generate_call_id;
-
-/// The agent's own commands; a tool by these names is not reachable by
-/// slash command.
-const HELP: &str = "help";
-const UNDO: &str = "undo";
 
 /// Runs a slash command (the text after `/`). The model is never called and
 /// nothing enters history (`/undo` only takes out); the reply's text is the
@@ -31,11 +26,15 @@ pub(super) async fn run(
         .unwrap_or((command, ""));
     // Telegram appends the bot's name in groups: `/help@my_bot`.
     let name = name.split_once('@').map_or(name, |(n, _)| n);
-    if name == HELP || name.is_empty() {
-        return text_reply(help(inner));
-    }
-    if name == UNDO {
-        return text_reply(super::undo::reply(inner, conversation, cancel).await);
+    // A built-in wins over a tool of the same name.
+    match Builtin::named(name) {
+        _ if name.is_empty() => return text_reply(help(inner)),
+        Some(Builtin::Help) => return text_reply(help(inner)),
+        Some(Builtin::Undo) => {
+            return text_reply(super::undo::reply(inner, conversation, cancel).await);
+        }
+        Some(Builtin::New) => return text_reply(NEW_ELSEWHERE.to_owned()),
+        None => {}
     }
     let Some(tool) = inner.tools.get(name) else {
         return text_reply(format!("Unknown command /{name}. Type /help for the list."));
@@ -63,6 +62,11 @@ pub(super) async fn run(
     }
 }
 
+/// `/new` reached the agent: the front end owns which conversation a chat
+/// is in, and this one doesn't offer a fresh one.
+const NEW_ELSEWHERE: &str =
+    "/new is not offered here: this program keeps its conversations itself.";
+
 fn text_reply(text: String) -> Reply {
     Reply {
         text,
@@ -70,12 +74,17 @@ fn text_reply(text: String) -> Reply {
     }
 }
 
-/// The enabled tools, one per line, with their parameters.
+/// The enabled tools, one per line, with their parameters; then the
+/// built-ins, and the tools they shadow.
 fn help(inner: &Inner) -> String {
     let mut out = String::from("Commands (the model is not involved):\n");
+    let mut shadowed = Vec::new();
     for tool in inner.tools.tools() {
-        // Shadowed by the agent's own commands.
-        if !inner.tools.is_enabled(tool.name()) || [HELP, UNDO].contains(&tool.name()) {
+        if !inner.tools.is_enabled(tool.name()) {
+            continue;
+        }
+        if let Some(builtin) = Builtin::named(tool.name()) {
+            shadowed.push(builtin);
             continue;
         }
         let spec = tool.spec();
@@ -92,8 +101,20 @@ fn help(inner: &Inner) -> String {
         }
         out.push('\n');
     }
-    out.push_str("/undo — take back your last message and its answer\n");
-    out.push_str("/help — this list");
+    for builtin in Builtin::ALL {
+        out.push_str(&format!(
+            "/{} — {}\n",
+            builtin.name(),
+            builtin.description()
+        ));
+    }
+    for builtin in shadowed {
+        out.push_str(&format!(
+            "(The tool {name} is not a command: /{name} is built in. The model can still call it.)\n",
+            name = builtin.name()
+        ));
+    }
+    out.pop();
     out
 }
 

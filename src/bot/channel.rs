@@ -11,7 +11,7 @@ use crate::agent::Agent;
 use crate::confirm::{ConfirmHandler, ConfirmRequest, Decision};
 use crate::tool::Notifier;
 
-use super::commands::{CommandSpec, command_specs};
+use super::commands::{CommandSpec, menu};
 use super::live::{self, Sessions, chat_of};
 use super::split::{Length, split_message};
 
@@ -95,7 +95,8 @@ pub trait Channel: Send + Sync + 'static {
     /// until the connection ends for good.
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>>;
 
-    /// Sets the platform's command menu. [`serve`] calls it (and waits for
+    /// Sets the platform's command menu: the built-ins, then the tools
+    /// ([`menu`](super::menu)). [`serve`] calls it (and waits for
     /// it) before [`start`](Self::start), and again whenever the agent's
     /// tools change (a tools file reloaded, a tool switched on or off): keep
     /// the latest ([`LatestMenu`](super::LatestMenu)) and publish it once
@@ -247,13 +248,13 @@ pub async fn serve(agent: Agent, channel: Arc<dyn Channel>) -> Result<(), Channe
     });
     // Subscribed before the menu is read: no change in between is missed.
     let changes = agent_tools.tools().changes();
-    let menu = command_specs(agent_tools.tools());
-    channel.publish(menu.clone()).await;
+    let commands = menu(agent_tools.tools());
+    channel.publish(commands.clone()).await;
     let _menu = AbortOnDropHandle::new(tokio::spawn(follow_menu(
         agent_tools,
         changes,
         Arc::clone(&channel),
-        menu,
+        commands,
     )));
     channel.start(handler).await
 }
@@ -271,14 +272,14 @@ async fn follow_menu(
     while changes.changed().await.is_ok() {
         tokio::time::sleep(SETTLE).await;
         changes.mark_unchanged();
-        let menu = command_specs(agent.tools());
-        if menu != published {
+        let commands = menu(agent.tools());
+        if commands != published {
             tracing::info!(
-                commands = menu.len(),
+                commands = commands.len(),
                 "the tools changed; publishing the command menu again"
             );
-            channel.publish(menu.clone()).await;
-            published = menu;
+            channel.publish(commands.clone()).await;
+            published = commands;
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use crate::agent::Builtin;
 use crate::tool::ToolRegistry;
 
 /// A channel's command menu as last given to
@@ -46,16 +47,18 @@ impl LatestMenu {
     }
 }
 
-/// A tool as a platform command.
+/// A platform command: a built-in, or a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CommandSpec {
-    /// The command, as the tool is named.
+    /// The command, as the built-in or the tool is named.
     pub name: String,
-    /// The first line of the tool's description.
+    /// The built-in's description, or the first line of the tool's.
     pub description: String,
     /// Its arguments, required ones first.
     pub options: Vec<CommandOption>,
+    /// Which built-in this is; `None` for a tool.
+    pub builtin: Option<Builtin>,
 }
 
 /// One argument of a [`CommandSpec`].
@@ -86,7 +89,40 @@ pub enum OptionKind {
     Boolean,
 }
 
-/// The enabled tools as commands, in registration order.
+/// A chat's command menu, what [`serve`](super::serve) hands
+/// [`Channel::publish`](super::Channel::publish): the built-ins
+/// ([`Builtin::ALL`]) first, then the enabled tools as [`command_specs`]
+/// gives them, less any a built-in shadows (the built-in wins).
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::menu;
+/// use ferrobot::tool::{ToolRegistry, from_fn};
+/// let registry = ToolRegistry::new();
+/// registry.register(from_fn("uptime", "How long the machine has run.", |_: serde_json::Value, _| async { "3 days" }));
+/// registry.register(from_fn("help", "A tool the built-in /help shadows.", |_: serde_json::Value, _| async { "" }));
+/// let names: Vec<String> = menu(&registry).into_iter().map(|c| c.name).collect();
+/// assert_eq!(names, ["new", "undo", "help", "uptime"]);
+/// ```
+pub fn menu(tools: &ToolRegistry) -> Vec<CommandSpec> {
+    Builtin::ALL
+        .into_iter()
+        .map(|builtin| CommandSpec {
+            name: builtin.name().to_owned(),
+            description: builtin.description().to_owned(),
+            options: Vec::new(),
+            builtin: Some(builtin),
+        })
+        .chain(
+            command_specs(tools)
+                .into_iter()
+                .filter(|spec| Builtin::named(&spec.name).is_none()),
+        )
+        .collect()
+}
+
+/// The enabled tools as commands, in registration order (built-ins not
+/// included: see [`menu`]).
 ///
 /// # Examples
 /// ```
@@ -144,6 +180,7 @@ pub fn command_specs(tools: &ToolRegistry) -> Vec<CommandSpec> {
                     .unwrap_or_default()
                     .to_owned(),
                 options,
+                builtin: None,
             }
         })
         .collect()

@@ -11,7 +11,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::channel::{Channel, Incoming};
 use super::split::split_message;
-use crate::agent::{Agent, AgentEvent, Status};
+use crate::agent::{Agent, AgentEvent, Builtin, Status};
 
 /// How often "typing…" is repeated: Telegram shows it for 5 s, Discord for 10.
 const TYPING_EVERY: Duration = Duration::from_secs(4);
@@ -79,14 +79,6 @@ impl Sessions {
     }
 }
 
-/// Whether `text` is the command `/name` (or `/name@bot`).
-fn is_command(text: &str, name: &str) -> bool {
-    let word = text.split_whitespace().next().unwrap_or_default();
-    word.strip_prefix('/')
-        .map(|w| w.split_once('@').map_or(w, |(w, _)| w))
-        == Some(name)
-}
-
 /// Answers one incoming message.
 pub(super) async fn answer(
     agent: &Agent,
@@ -99,7 +91,7 @@ pub(super) async fn answer(
     let answered_here = if incoming.text.trim().is_empty() {
         // A photo, a sticker, a voice note: nothing the model could read.
         Some(ONLY_TEXT)
-    } else if is_command(&incoming.text, "new") {
+    } else if Builtin::parse(&incoming.text) == Some(Builtin::New) {
         sessions.renew(chat);
         Some(FRESH)
     } else {

@@ -15,7 +15,9 @@ mod split;
 pub use channel::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
 };
-pub use commands::{CommandOption, CommandSpec, LatestMenu, OptionKind, command_specs, slash_text};
+pub use commands::{
+    CommandOption, CommandSpec, LatestMenu, OptionKind, command_specs, menu, slash_text,
+};
 pub use live::chat_of;
 pub use questions::{Answered, Question, Questions, Unanswered, decided};
 pub use split::{Length, clip, split_message};

@@ -240,8 +240,15 @@ impl Channel for MenuChannel {
         })
     }
 
+    /// Keeps the tools' names; the built-ins must come first, every time.
     fn publish(&self, commands: Vec<ferrobot::bot::CommandSpec>) -> BoxFuture<'_, ()> {
-        let names = commands.into_iter().map(|c| c.name).collect();
+        let builtins: Vec<_> = commands.iter().map_while(|c| c.builtin).collect();
+        assert_eq!(builtins, ferrobot::agent::Builtin::ALL, "{commands:?}");
+        let names = commands
+            .into_iter()
+            .filter(|c| c.builtin.is_none())
+            .map(|c| c.name)
+            .collect();
         self.menus.lock().unwrap().push(names);
         Box::pin(async {})
     }

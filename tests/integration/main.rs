@@ -21,6 +21,8 @@ mod macros;
 // The schemas of many `#[tool]` signatures in every provider's form.
 #[cfg(feature = "macros")]
 mod schemas;
+// The built-in commands: `/help`, `/undo`, `/new`, and the tools they shadow.
+mod builtins;
 // The shared bot runtime: a channel joined to an agent.
 #[cfg(feature = "bot")]
 mod bot;

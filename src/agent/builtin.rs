@@ -1,0 +1,66 @@
+//! The built-in slash commands: one list that the agent's slash path, `/help`
+//! and every front end's command menu read.
+
+/// A command ferrobot answers itself, never a tool: a built-in wins over a
+/// tool of the same name (the tool loses its slash command and its menu
+/// entry, the model can still call it, and `/help` says so).
+///
+/// The agent answers `/help` and `/undo` in [`Agent::handle`](super::Agent::handle)
+/// and [`Agent::stream`](super::Agent::stream). `/new` belongs to the front
+/// end, which owns the mapping from a chat to its conversation: `bot::serve`
+/// and the `ferrobot` CLI answer it; an agent that is sent `/new` says so.
+///
+/// # Examples
+/// ```
+/// use ferrobot::agent::Builtin;
+/// assert_eq!(Builtin::parse("/undo"), Some(Builtin::Undo));
+/// assert_eq!(Builtin::parse("/new@my_bot please"), Some(Builtin::New));
+/// assert_eq!(Builtin::parse("/disk_usage path=/"), None);
+/// let menu: Vec<&str> = Builtin::ALL.iter().map(|b| b.name()).collect();
+/// assert_eq!(menu, ["new", "undo", "help"]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Builtin {
+    /// `/new`: start a fresh conversation in this chat (the front end's).
+    New,
+    /// `/undo`: take back the conversation's last turn.
+    Undo,
+    /// `/help`: list the commands.
+    Help,
+}
+
+impl Builtin {
+    /// Every built-in, in the order menus show them.
+    pub const ALL: [Builtin; 3] = [Builtin::New, Builtin::Undo, Builtin::Help];
+
+    /// Its name, without the `/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::New => "new",
+            Builtin::Undo => "undo",
+            Builtin::Help => "help",
+        }
+    }
+
+    /// One line for a menu and for `/help`.
+    pub fn description(self) -> &'static str {
+        match self {
+            Builtin::New => "Start a fresh conversation",
+            Builtin::Undo => "Take back your last message and its answer",
+            Builtin::Help => "List the commands",
+        }
+    }
+
+    /// The built-in named `name` (without the `/`), if any.
+    pub fn named(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// The built-in a message invokes: its first word is `/name`, or
+    /// `/name@bot` as Telegram writes it in groups.
+    pub fn parse(text: &str) -> Option<Builtin> {
+        let word = text.split_whitespace().next()?.strip_prefix('/')?;
+        Builtin::named(word.split_once('@').map_or(word, |(name, _)| name))
+    }
+}
