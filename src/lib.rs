@@ -2,14 +2,26 @@
 //!
 //! # Modules
 //!
-//! - [`agent`]: [`Agent`], its builder, the turn loop and its [`AgentEvent`]s.
+//! - [`agent`]: [`Agent`], its builder, the turn loop and its [`AgentEvent`]s,
+//!   slash commands and the built-in ones ([`Builtin`](agent::Builtin)),
+//!   budgets, undo.
 //! - [`provider`]: the [`Provider`](provider::Provider) trait, stream events,
-//!   the retry rule and [`OpenAiCompatible`](provider::OpenAiCompatible).
-//! - [`tool`](mod@tool): the [`Tool`] trait, [`ToolContext`], closures as tools, and
-//!   the [`tool`](macro@tool) and [`toolbox`] attributes that make tools from functions.
-//! - [`history`]: where conversations are kept between turns.
+//!   the retry rule, and one client per dialect, each behind its feature:
+//!   OpenAI-compatible chat completions (default), Ollama's native API,
+//!   Anthropic, Gemini and `OpenAI`'s Responses API.
+//! - [`tool`](mod@tool): the [`Tool`] trait, [`ToolContext`], closures as tools, the
+//!   registry, schema portability, and the `tool` and `toolbox` attributes
+//!   (feature `macros`) that make tools from functions.
+//! - [`history`]: where conversations are kept between turns (memory;
+//!   SQLite with feature `sqlite`), and fitting them to the context window.
 //! - [`confirm`]: asking the user before a tool runs.
 //! - [`testing`]: [`MockProvider`](testing::MockProvider) and wire helpers.
+//! - `bot` (feature `bot`): for a bot on any chat platform: the `Channel`
+//!   trait, `serve`, menus, confirmation questions, message splitting.
+//! - `tools` (feature `tools`): ready-made system tools and command tools.
+//!
+//! ferrobot's own CLI, Telegram and Discord bots are built on these; their
+//! config and wiring live in the `bins/app` crate, never in the library.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![doc(test(attr(deny(warnings))))]

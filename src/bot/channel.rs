@@ -89,6 +89,62 @@ impl ChannelError {
 /// The Telegram and Discord binaries implement it; [`serve`] joins one to an
 /// [`Agent`]. A channel posts messages and, if the platform can, edits them:
 /// then [`serve`] streams each reply into the chat as the model writes it.
+/// Only [`start`](Self::start) and [`post`](Self::post) are required; the
+/// rest have defaults for a platform that can do less.
+///
+/// # Examples
+///
+/// A platform of your own (here in memory, as a Slack or Matrix client would
+/// be over its API): deliver each message to the handler, post what it
+/// answers.
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// use ferrobot::bot::{Channel, ChannelError, Handler, Incoming, serve};
+/// use ferrobot::{Agent, testing::MockProvider};
+/// use futures_util::future::BoxFuture;
+///
+/// #[derive(Default)]
+/// struct Room {
+///     said: Vec<Incoming>,
+///     posted: Mutex<Vec<String>>,
+/// }
+///
+/// impl Channel for Room {
+///     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
+///         Box::pin(async move {
+///             for message in &self.said {
+///                 handler(message.clone()).await;
+///             }
+///             Ok(()) // the connection ended: serve returns
+///         })
+///     }
+///
+///     fn post<'a>(
+///         &'a self,
+///         _room: &'a str,
+///         text: &'a str,
+///         _done: bool,
+///     ) -> BoxFuture<'a, Result<String, ChannelError>> {
+///         let mut posted = self.posted.lock().unwrap();
+///         posted.push(text.to_owned());
+///         let id = posted.len().to_string();
+///         Box::pin(async move { Ok(id) })
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let room = Arc::new(Room {
+///     said: vec![Incoming::new("general", "ann", "hello"), Incoming::new("general", "ann", "/new")],
+///     ..Room::default()
+/// });
+/// let agent = Agent::builder().provider(MockProvider::replying("Hi Ann!")).build();
+/// serve(agent, room.clone()).await.unwrap();
+/// let posted = room.posted.lock().unwrap();
+/// assert_eq!(posted[0], "Hi Ann!");
+/// assert!(posted[1].starts_with("Started a fresh conversation"));
+/// # }
+/// ```
 pub trait Channel: Send + Sync + 'static {
     /// Connects and calls `handler` for each incoming message, concurrently
     /// (a confirmation button must be answerable while its turn waits),

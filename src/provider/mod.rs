@@ -7,8 +7,18 @@
 //! for every model call, and so can any test. Failures are
 //! [`ProviderError`]s; [`RetryPolicy`] decides which are retried.
 //!
-//! [`OpenAiCompatible`] (feature `openai`, on by default) speaks the chat
-//! completions dialect that `OpenAI`, Ollama, vLLM, llama.cpp and LM Studio share.
+//! One module per dialect, each behind its feature, holds its request body,
+//! headers and stream decoder; `http`, `sse` and `retry` are what they share:
+//!
+//! | type | feature | speaks |
+//! |------|---------|--------|
+//! | `OpenAiCompatible` | `openai` (default) | chat completions, as `OpenAI`, Ollama's `/v1`, vLLM, llama.cpp and LM Studio serve it |
+//! | `Ollama` | `ollama` | Ollama's native `/api/chat` (NDJSON) |
+//! | `Anthropic` | `anthropic` | Anthropic's Messages API |
+//! | `Gemini` | `gemini` | Google's Gemini API (`streamGenerateContent`) |
+//! | `OpenAiResponses` | `responses` | `OpenAI`'s Responses API, stateless |
+//!
+//! Any other server is a [`Provider`] of your own.
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
