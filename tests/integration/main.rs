@@ -6,14 +6,14 @@
 // `Anthropic`, the Messages API: corpus replay, thinking sent back, retries.
 #[cfg(all(feature = "anthropic", feature = "openai"))]
 mod anthropic;
-
+// `Gemini`: corpus replay, thought signatures, errors, switching dialects.
 #[cfg(all(feature = "gemini", feature = "openai"))]
 mod gemini;
-
+// `OpenAiResponses`: corpus replay, reasoning items sent back, failures.
 #[cfg(all(feature = "responses", feature = "openai"))]
 mod responses;
-// The turn loop against `MockProvider`: tools, confirmation, slash commands,
-// round cap, locks, cancellation, events.
+// The turn loop against `MockProvider`, one module per area (agent/mod.rs):
+// tools, confirmation, slash commands, budgets, cancellation, events, undo.
 mod agent;
 // Tools written with `#[tool]` and `#[toolbox]`, end to end.
 #[cfg(feature = "macros")]
