@@ -23,7 +23,9 @@ async fn sqlite_store_survives_a_restart_and_searches() -> Result<(), Box<dyn st
     Ok(())
 }
 
-#[test]
+/// Only shows the builder, so compiled, not run; compaction itself is tested
+/// in tests/integration/context.rs.
+#[allow(dead_code)]
 fn a_context_policy_with_compaction() {
     use ferrobot::Agent;
     use ferrobot::history::{Compaction, ContextPolicy};

@@ -61,7 +61,9 @@ fn servers() {
     assert_eq!(vllm.base_url(), "http://gpu-box:8000/v1");
 }
 
-#[test]
+/// Only shows the setters, so compiled, not run; the body they send is
+/// tested in tests/integration/openai.rs.
+#[allow(dead_code)]
 fn extra_body() {
     use ferrobot::provider::OpenAiCompatible;
     use serde_json::json;
@@ -83,7 +85,9 @@ fn extra_body() {
     let _ = (ollama, vllm, openai);
 }
 
-#[test]
+/// Only shows the settings, so compiled, not run; retrying is tested in
+/// tests/integration/openai.rs.
+#[allow(dead_code)]
 fn retries() {
     use std::time::Duration;
     use ferrobot::provider::{OpenAiCompatible, RetryPolicy};
