@@ -45,6 +45,8 @@ fn calling_until_withdrawn(tool: &'static str, usage: Usage) -> MockProvider {
     })
 }
 
+// Real time, not paused: turn budgets read `std::time::Instant`, which
+// paused time does not move.
 #[tokio::test]
 async fn a_turns_time_budget_starts_when_its_turn_does() {
     use ferrobot::agent::TurnBudget;
@@ -92,6 +94,8 @@ async fn a_turns_time_budget_starts_when_its_turn_does() {
     assert_eq!(asked_second.tool_choice, ToolChoice::Auto);
 }
 
+// Real time, not paused: turn budgets read `std::time::Instant`, which
+// paused time does not move.
 #[tokio::test]
 async fn past_a_budget_the_tools_are_withdrawn_and_the_model_told_why() {
     use ferrobot::agent::TurnBudget;

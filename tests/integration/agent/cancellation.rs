@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{counted, echo_tool};
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_turn_cancelled_as_the_tools_lock_comes_free_does_not_start_its_tool() {
     // Ten times: without the check after the lock, the tool would start
     // about every other time.
@@ -59,7 +59,7 @@ async fn a_turn_cancelled_as_the_tools_lock_comes_free_does_not_start_its_tool()
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_turn_waiting_for_another_conversations_exclusive_tool_can_be_cancelled() {
     let release = Arc::new(tokio::sync::Notify::new());
     let hold = Arc::clone(&release);
@@ -106,7 +106,7 @@ async fn a_turn_waiting_for_another_conversations_exclusive_tool_can_be_cancelle
     assert_eq!(holding.await.unwrap().unwrap().text, "done");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_turn_keeps_what_streamed_marked_interrupted() {
     let mock = MockProvider::new().then(
         MockTurn::new()

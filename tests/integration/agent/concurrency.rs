@@ -14,7 +14,7 @@ use tokio::sync::Barrier;
 
 use super::{counting_tool, echo_tool, results_of};
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn calls_of_one_round_run_concurrently_up_to_the_limit() {
     let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let mut turn = MockTurn::new();
@@ -65,7 +65,7 @@ async fn two_calls_wait_for_each_other_without_deadlock() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn exclusive_tools_run_alone() {
     let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let mock = MockProvider::new()
@@ -84,7 +84,7 @@ async fn exclusive_tools_run_alone() {
     assert_eq!(peak.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn calls_run_one_at_a_time_when_one_needs_confirmation() {
     let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let mock = MockProvider::new()
@@ -109,7 +109,7 @@ async fn calls_run_one_at_a_time_when_one_needs_confirmation() {
     assert_eq!(peak.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn turns_of_one_conversation_never_interleave() {
     let mock = MockProvider::from_fn(|request| {
         let last = request.messages.last().unwrap();

@@ -102,7 +102,7 @@ async fn a_call_with_bad_arguments_is_turned_back_before_anyone_is_asked() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_confirmation_nobody_answers_in_time_is_declined() {
     let (tool, ran) = counted("rm");
     let tool = tool.confirm("Delete it?");

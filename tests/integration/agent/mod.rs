@@ -1,5 +1,9 @@
 //! The turn loop against `MockProvider`, one module per area. The helpers
 //! here build the tools several areas share.
+//!
+//! Tests that wait on timers (a tool's sleep, a `MockTurn` delay, a time-out)
+//! start with Tokio's clock paused: it jumps ahead whenever every task is
+//! idle, so they take no real time and no machine is too slow for them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

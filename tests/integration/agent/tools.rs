@@ -46,7 +46,7 @@ async fn a_tool_round_runs_the_tool_and_sends_its_result_back() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn every_failure_becomes_a_result_the_model_can_read() {
     let failing = from_fn("fail", "Fails.", |_: Value, _| async {
         Err::<String, _>(ToolError::new("disk not mounted"))
@@ -164,7 +164,7 @@ async fn tools_read_shared_state_and_their_context() {
     assert_eq!(results_of(&mock.requests()[1])[0].0, "nuts,bolts for carol");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn notify_later_reaches_the_notifier() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let tool = from_fn("remind", "Remind.", |_: Value, ctx| async move {
