@@ -240,7 +240,7 @@ async fn state_and_context_are_injected() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn timeouts_from_the_attribute_apply() {
     let mock = MockProvider::new()
         .then(MockTurn::new().tool_call("sleepy", json!({})))

@@ -6,14 +6,14 @@
 // `Anthropic`, the Messages API: corpus replay, thinking sent back, retries.
 #[cfg(all(feature = "anthropic", feature = "openai"))]
 mod anthropic;
-
+// `Gemini`: corpus replay, thought signatures, errors, switching dialects.
 #[cfg(all(feature = "gemini", feature = "openai"))]
 mod gemini;
-
+// `OpenAiResponses`: corpus replay, reasoning items sent back, failures.
 #[cfg(all(feature = "responses", feature = "openai"))]
 mod responses;
-// The turn loop against `MockProvider`: tools, confirmation, slash commands,
-// round cap, locks, cancellation, events.
+// The turn loop against `MockProvider`, one module per area (agent/mod.rs):
+// tools, confirmation, slash commands, budgets, cancellation, events, undo.
 mod agent;
 // Tools written with `#[tool]` and `#[toolbox]`, end to end.
 #[cfg(feature = "macros")]
@@ -48,6 +48,7 @@ mod system_tools;
 // proptest: any split of a stream into network reads gives the same events.
 #[cfg(feature = "openai")]
 mod split;
-// Shared helpers: a chunked loopback server, event collection.
+// Shared helpers: loopback servers, event collection, and the rule for
+// outside parts such as the corpus (fail under CI, skip loudly elsewhere).
 #[cfg(feature = "openai")]
 mod support;

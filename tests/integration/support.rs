@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 use ferrobot::Message;
 use ferrobot::provider::{Assembled, Assembler, ChatRequest, Provider, ProviderError, StreamEvent};
@@ -85,20 +86,71 @@ async fn read_request(socket: &mut tokio::net::TcpStream) {
     }
 }
 
-/// The directory of the shared recorded traffic, if present.
-pub(crate) fn corpus(category: &str) -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The folder of one category of the shared recorded traffic; `None` when it
+/// is missing outside CI (see [`outside_part`]).
+pub(crate) fn corpus(category: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/corpus")
         .join(category);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "NOTICE: {} is absent; skipping the conformance replay",
-            dir.display()
-        );
-        None
+    outside_part(dir, "the recorded traffic corpus")
+}
+
+/// `path`, where a part of a test's setup lives outside this repository: the
+/// recorded traffic in `../shared/corpus`, and later a real model server or
+/// a Postgres database. `what` names the part in messages.
+///
+/// Every test that needs such a part follows one rule when it is missing.
+/// Under CI (the `CI` environment variable set, and not empty, `false` or
+/// `0`) the test fails, naming the path: a suite that passes by skipping its
+/// replays proves nothing. Elsewhere the test skips loudly: it prints a line
+/// starting with `SKIPPED:` that names the test and the path, and returns
+/// without checking anything, so a checkout without the part still runs the
+/// rest. A silent skip, the old way, looked the same as a pass.
+///
+/// # Panics
+/// Under CI, when `path` does not exist.
+pub(crate) fn outside_part(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
     }
+    // libtest runs each test on a thread named after it.
+    let thread = std::thread::current();
+    let test = thread.name().filter(|n| *n != "main").unwrap_or("a test");
+    match when_missing(&path, what, test, std::env::var("CI").ok().as_deref()) {
+        Missing::Fail(message) => panic!("{message}"),
+        Missing::Skip(message) => {
+            eprintln!("{message}");
+            None
+        }
+    }
+}
+
+/// What a test does when an outside part is missing.
+#[derive(Debug, PartialEq)]
+enum Missing {
+    /// Under CI: it fails with this message.
+    Fail(String),
+    /// Elsewhere: it prints this line and returns.
+    Skip(String),
+}
+
+/// [`outside_part`]'s decision for a missing `path`, given the value of the
+/// `CI` variable, so that both ways can be tested on any machine.
+fn when_missing(path: &Path, what: &str, test: &str, ci: Option<&str>) -> Missing {
+    let path = path.display();
+    match ci.filter(|v| is_ci(v)) {
+        Some(ci) => Missing::Fail(format!(
+            "{what} is missing at {path}, and it is required under CI (CI={ci})"
+        )),
+        None => Missing::Skip(format!("SKIPPED: {test}: {what} is missing at {path}")),
+    }
+}
+
+/// Whether a value of the `CI` variable means the tests run under CI: any
+/// value but empty, `false` or `0`.
+fn is_ci(value: &str) -> bool {
+    let value = value.trim();
+    !(value.is_empty() || value.eq_ignore_ascii_case("false") || value == "0")
 }
 
 /// The JSON bodies of every request `server` received, in order.
@@ -114,7 +166,7 @@ pub(crate) async fn bodies(server: &wiremock::MockServer) -> Vec<serde_json::Val
 /// correct client assembles from it.
 pub(crate) struct Recording {
     pub(crate) name: String,
-    pub(crate) dir: std::path::PathBuf,
+    pub(crate) dir: PathBuf,
     pub(crate) expected: serde_json::Value,
 }
 
@@ -151,8 +203,8 @@ impl Recording {
     }
 }
 
-/// Every recording of a corpus category, in name order; none, with a notice,
-/// when the corpus is absent.
+/// Every recording of a corpus category, in name order; none when the corpus
+/// is missing outside CI (see [`outside_part`]).
 pub(crate) fn recordings(category: &str) -> Vec<Recording> {
     let Some(dir) = corpus(category) else {
         return Vec::new();
@@ -210,4 +262,62 @@ pub(crate) async fn last_round_bodies(
     let bodies = bodies(server).await;
     assert_eq!(bodies.len(), 2, "one tool round, then the last answer");
     bodies
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::{Missing, corpus, is_ci, outside_part, when_missing};
+
+    #[test]
+    fn ci_is_any_value_but_empty_false_or_zero() {
+        for value in ["true", "1", "TRUE", "yes"] {
+            assert!(is_ci(value), "{value:?}");
+        }
+        for value in ["", " ", "false", "False", "0"] {
+            assert!(!is_ci(value), "{value:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_outside_part_fails_under_ci_and_skips_loudly_elsewhere() {
+        let path = Path::new("/nonexistent/ferrobot/corpus/01");
+        let decide = |ci| when_missing(path, "the recorded traffic corpus", "replay", ci);
+        assert_eq!(
+            decide(Some("true")),
+            Missing::Fail(
+                "the recorded traffic corpus is missing at /nonexistent/ferrobot/corpus/01, \
+                 and it is required under CI (CI=true)"
+                    .to_owned()
+            )
+        );
+        assert!(matches!(decide(Some("1")), Missing::Fail(_)));
+        for ci in [None, Some(""), Some("false"), Some("0")] {
+            assert_eq!(
+                decide(ci),
+                Missing::Skip(
+                    "SKIPPED: replay: the recorded traffic corpus is missing at \
+                     /nonexistent/ferrobot/corpus/01"
+                        .to_owned()
+                ),
+                "CI={ci:?}"
+            );
+        }
+    }
+
+    /// The decision above, wired to this process's own `CI` variable, on a
+    /// corpus category that does not exist: run with and without `CI=true`
+    /// to see both ways.
+    #[test]
+    fn a_missing_corpus_follows_this_process_ci_variable() {
+        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(outside_part(here.clone(), "this checkout"), Some(here));
+        let found = std::panic::catch_unwind(|| corpus("no_such_category"));
+        if std::env::var("CI").is_ok_and(|v| is_ci(&v)) {
+            assert!(found.is_err(), "under CI a missing part fails the test");
+        } else {
+            assert_eq!(found.ok(), Some(None), "elsewhere it is skipped");
+        }
+    }
 }

@@ -1,0 +1,162 @@
+//! The examples of `docs/testing.md`.
+
+use ferrobot::Agent;
+use ferrobot::testing::{MockProvider, MockTurn};
+use ferrobot::tool::from_fn;
+use serde_json::json;
+
+#[test]
+fn other_ways_to_answer() {
+    use ferrobot::testing::{MockProvider, MockTurn};
+
+    // The same answer to every call.
+    let hello = MockProvider::replying("Hello!");
+
+    // An answer computed from the request.
+    let echo = MockProvider::from_fn(|request| {
+        let last = request.messages.last().map(|m| m.text()).unwrap_or_default();
+        MockTurn::new().text(format!("you said: {last}"))
+    });
+
+    // More script, added while the agent is already using the provider.
+    echo.push(MockTurn::new().text("scripted turns come first"));
+    assert_eq!(hello.remaining(), 0);
+    assert_eq!(echo.remaining(), 1);
+}
+
+#[tokio::test]
+async fn asserting_what_the_model_was_sent() {
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("add", json!({"a": 2, "b": 3})))
+        .then(MockTurn::new().text("5"));
+    let add = from_fn("add", "Add.", |v: serde_json::Value, _ctx| async move {
+        v["a"].as_i64().unwrap_or(0) + v["b"].as_i64().unwrap_or(0)
+    });
+    let agent = Agent::builder().provider(mock.clone()).tool(add).build();
+    agent.handle("test", "2 + 3").await.unwrap();
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    // The second call carried the tool's result back to the model.
+    let result = requests[1].messages.last().unwrap().tool_results_iter().next().unwrap();
+    assert_eq!(result.content, "5");
+    assert!(!result.is_error);
+    assert_eq!(mock.remaining(), 0); // the whole script was used
+}
+
+#[tokio::test]
+async fn streams() {
+    use ferrobot::{Agent, AgentEvent, testing::{MockProvider, MockTurn}};
+    use futures_util::StreamExt;
+
+    let agent = Agent::builder()
+        .provider(MockProvider::new().then(MockTurn::new().text("Hello, world").chunked(5)))
+        .build();
+    let mut events = agent.stream("test", "hi");
+    let mut deltas = Vec::new();
+    while let Some(event) = events.next().await {
+        if let AgentEvent::TextDelta(text) = event.unwrap() {
+            deltas.push(text);
+        }
+    }
+    assert_eq!(deltas, ["Hello", ", wor", "ld"]);
+}
+
+#[tokio::test]
+async fn failures() {
+    use ferrobot::{Agent, Error, provider::ProviderError, testing::{MockProvider, MockTurn}};
+
+    let down = ProviderError::Status { status: 503, message: "overloaded".into(), retry_after: None };
+    let agent = Agent::builder()
+        .provider(MockProvider::new().then(MockTurn::failing(down)))
+        .build();
+    let err = agent.handle("test", "hi").await.unwrap_err();
+    assert!(matches!(err, Error::Provider(_)));
+    assert_eq!(
+        err.user_message(),
+        "LLM unavailable: server answered 503: overloaded — slash commands still work"
+    );
+}
+
+#[tokio::test]
+async fn confirmation() {
+    use ferrobot::{Agent, agent::ToolOutcome, confirm::ConfirmRequest, tool::from_fn};
+    use ferrobot::testing::{MockProvider, MockTurn};
+    use serde_json::json;
+
+    let reboot = from_fn("reboot", "Reboot the machine.", |_: serde_json::Value, _ctx| async { "rebooting" })
+        .confirm("Reboot now?");
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("reboot", json!({})))
+        .then(MockTurn::new().text("Okay, I won't."));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(reboot)
+        .confirm(|request: ConfirmRequest| async move {
+            assert_eq!(request.prompt, "Reboot now?");
+            false // decline
+        })
+        .build();
+    let reply = agent.handle("test", "reboot please").await.unwrap();
+    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Declined);
+    assert_eq!(reply.tool_calls[0].content, "Cancelled by user.");
+}
+
+#[tokio::test]
+async fn a_tool_alone() {
+    use ferrobot::tool::{Tool, ToolContext, from_fn};
+    use serde_json::json;
+
+    let shout = from_fn("shout", "Upper-case a text.", |v: serde_json::Value, _ctx| async move {
+        v["text"].as_str().unwrap_or_default().to_uppercase()
+    });
+    let out = shout.call(json!({"text": "hi"}), ToolContext::for_test("test")).await;
+    assert_eq!(out.unwrap(), "HI");
+}
+
+#[tokio::test]
+async fn over_real_http() {
+    use ferrobot::{Agent, provider::OpenAiCompatible, testing::text_sse};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(text_sse("Hello from the wire"), "text/event-stream"))
+        .mount(&server)
+        .await;
+    let provider = OpenAiCompatible::new(format!("{}/v1", server.uri())).model("test-model");
+    let agent = Agent::builder().provider(provider).build();
+    let reply = agent.handle("test", "hi").await.unwrap();
+    assert_eq!(reply.text, "Hello from the wire");
+    assert_eq!(reply.usage.input_tokens, 10);
+}
+
+/// "In ten lines": the guide's first example, whole, as a reader's test file.
+mod in_ten_lines {
+    use ferrobot::provider::Provider;
+    use ferrobot::testing::{MockProvider, MockTurn};
+    use ferrobot::{Agent, tool::from_fn};
+    use serde_json::json;
+
+    /// In your crate: the agent, from any provider.
+    fn my_agent(provider: impl Provider + 'static) -> Agent {
+        let add = from_fn("add", "Add two integers.", |v: serde_json::Value, _ctx| async move {
+            v["a"].as_i64().unwrap_or(0) + v["b"].as_i64().unwrap_or(0)
+        });
+        Agent::builder().provider(provider).tool(add).build()
+    }
+
+    #[tokio::test]
+    async fn answers_sums_with_the_add_tool() {
+        let mock = MockProvider::new()
+            .then(MockTurn::new().tool_call("add", json!({"a": 2, "b": 3})))
+            .then(MockTurn::new().text("2 + 3 = 5"));
+        let agent = my_agent(mock.clone());
+
+        let reply = agent.handle("test", "what is 2 + 3?").await.unwrap();
+        assert_eq!(reply.text, "2 + 3 = 5");
+        assert_eq!(reply.tool_calls[0].content, "5"); // the tool really ran
+        assert_eq!(mock.requests()[0].tool_names(), ["add"]); // and was offered
+    }
+}
