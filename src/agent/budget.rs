@@ -1,7 +1,11 @@
 //! Limits on one turn's work, beside the round cap.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// Tokio's clock, as the tool time-outs use: the same clock for every limit
+// of a turn, and one a test can pause.
+use tokio::time::Instant;
 
 /// Limits on one turn's work beside `max_tool_rounds`. Past any of them the
 /// tools are withdrawn, as past the round cap, and the model answers from

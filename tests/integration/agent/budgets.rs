@@ -45,9 +45,7 @@ fn calling_until_withdrawn(tool: &'static str, usage: Usage) -> MockProvider {
     })
 }
 
-// Real time, not paused: turn budgets read `std::time::Instant`, which
-// paused time does not move.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_turns_time_budget_starts_when_its_turn_does() {
     use ferrobot::agent::TurnBudget;
     let slow = from_fn("slow", "Slow.", |_: Value, _| async {
@@ -94,9 +92,7 @@ async fn a_turns_time_budget_starts_when_its_turn_does() {
     assert_eq!(asked_second.tool_choice, ToolChoice::Auto);
 }
 
-// Real time, not paused: turn budgets read `std::time::Instant`, which
-// paused time does not move.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn past_a_budget_the_tools_are_withdrawn_and_the_model_told_why() {
     use ferrobot::agent::TurnBudget;
     let big = from_fn("dump", "Dump.", |_: Value, _| async { "x".repeat(1000) });
