@@ -1,7 +1,7 @@
 //! The chat: a line editor (`Input`) on its own thread, read for each
 //! prompt and each confirmation question, and each line a turn.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ferrobot::confirm::ConfirmRequest;
@@ -9,6 +9,7 @@ use ferrobot::provider::Provider;
 use ferrobot_app::{LoadedConfig, ToolState, TurnTrace};
 
 use crate::agent_with;
+use crate::logs::data_dir;
 use crate::turn::print_events;
 
 /// Reads lines for the chat on its own thread (the line editor blocks), for
@@ -58,12 +59,7 @@ impl Input {
 /// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits;
 /// tools that ask get a y/N question.
 pub(crate) async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::Result<ExitCode> {
-    let data = loaded
-        .history_path()
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let input = Input::start(data.join("input_history.txt"))?;
+    let input = Input::start(data_dir(loaded).join("input_history.txt"))?;
     let asker = input.clone();
     let agent = agent_with(loaded, move |request: ConfirmRequest| {
         let asker = asker.clone();

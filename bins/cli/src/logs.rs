@@ -53,6 +53,8 @@ pub(crate) fn traces_path(loaded: &LoadedConfig) -> PathBuf {
     data_dir(loaded).join("traces.jsonl")
 }
 
+/// The history file's directory, where the CLI keeps its other files:
+/// logs, traces and the chat's input history.
 pub(crate) fn data_dir(loaded: &LoadedConfig) -> PathBuf {
     loaded
         .history_path()
