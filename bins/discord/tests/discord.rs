@@ -15,12 +15,11 @@ use std::time::Duration;
 
 use ferrobot::Agent;
 use ferrobot::bot::{Channel, serve};
-use ferrobot::provider::OpenAiCompatible;
 use ferrobot::testing::{MockProvider, MockTurn, OpenAiStream};
 use ferrobot::tool::{IntoTool as _, from_fn};
 use ferrobot_app::{Config, ConfigSource};
 use ferrobot_discord::Discord;
-use ferrobot_testkit::{Home, agent, corpus, llm, read};
+use ferrobot_testkit::{Home, Recording, agent, eventually, llm, openai, recordings, text_answer};
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -398,11 +397,9 @@ impl Rest {
     /// Waits for a successful call to `route` satisfying `wanted`, up to
     /// 30 s (a binary may start cold on a loaded machine).
     async fn wait_for(&self, route: &str, wanted: impl Fn(&Value) -> bool) -> Value {
-        for _ in 0..1500 {
-            if let Some(body) = self.bodies(route).into_iter().find(|b| wanted(b)) {
-                return body;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        let found = || self.bodies(route).into_iter().find(|b| wanted(b));
+        if let Some(body) = eventually(found).await {
+            return body;
         }
         panic!("no matching {route}; calls: {:#?}", self.calls());
     }
@@ -596,9 +593,7 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
         OpenAiStream::new()
             .tool_call("call_1", "reboot", &json!({}))
             .into_sse(),
-        OpenAiStream::new()
-            .text("Rebooting in a minute.")
-            .into_sse(),
+        text_answer("Rebooting in a minute."),
     ])
     .await;
     let ran = Arc::new(AtomicUsize::new(0));
@@ -615,9 +610,8 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
         },
     )
     .confirm("Reboot this machine?");
-    let provider = OpenAiCompatible::new(format!("{}/v1", model.uri())).model("m");
     let (gateway, rest, _server) = start(&[ANN, BOB], |channel| {
-        agent(provider, &channel, vec![reboot.into_tool()])
+        agent(openai(&model), &channel, vec![reboot.into_tool()])
     })
     .await;
     gateway.message(ANN, DM, None, "please reboot", false);
@@ -884,28 +878,31 @@ async fn rate_limits_are_waited_out_and_the_reply_still_arrives() {
 /// as Discord's rules and the allow-list require.
 #[tokio::test]
 async fn recorded_dispatches_are_answered_or_left_alone_as_their_kind_requires() {
-    let Some(dir) = corpus("08_discord_gateway") else {
+    let Some(recordings) = recordings("08_discord_gateway") else {
         return;
     };
-    let mut recordings: Vec<(String, String, Value, Value)> = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let entry = entry.unwrap().path();
-        let (response, expected) = (
-            read(&entry.join("response.json")),
-            read(&entry.join("expected.json")),
-        );
-        let (kind, data) = match response.get("op") {
-            Some(_) => (
-                response["t"].as_str().unwrap().to_owned(),
-                response["d"].clone(),
-            ),
-            None if expected.get("message").is_some() => ("MESSAGE_CREATE".to_owned(), response),
-            None => ("INTERACTION_CREATE".to_owned(), response),
-        };
-        let name = entry.file_name().unwrap().to_string_lossy().into_owned();
-        recordings.push((name, kind, data, expected));
-    }
-    recordings.sort_by(|a, b| a.0.cmp(&b.0));
+    let recordings: Vec<(String, String, Value, Value)> = recordings
+        .into_iter()
+        .map(
+            |Recording {
+                 name,
+                 response,
+                 expected,
+             }| {
+                let (kind, data) = match response.get("op") {
+                    Some(_) => (
+                        response["t"].as_str().unwrap().to_owned(),
+                        response["d"].clone(),
+                    ),
+                    None if expected.get("message").is_some() => {
+                        ("MESSAGE_CREATE".to_owned(), response)
+                    }
+                    None => ("INTERACTION_CREATE".to_owned(), response),
+                };
+                (name, kind, data, expected)
+            },
+        )
+        .collect();
     assert!(recordings.len() >= 9, "{} recordings", recordings.len());
     let authors: Vec<u64> = recordings
         .iter()
@@ -1002,7 +999,7 @@ async fn recorded_dispatches_are_answered_or_left_alone_as_their_kind_requires()
 async fn the_binary_runs_from_the_environment_alone() {
     let gateway = Gateway::start().await;
     let (rest, server) = Rest::start().await;
-    let model = llm(vec![OpenAiStream::new().text("All good.").into_sse()]).await;
+    let model = llm(vec![text_answer("All good.")]).await;
     let home = Home::new("discord-env");
     let mut bot = home
         .command(

@@ -16,7 +16,7 @@ use ferrobot::tool::{IntoTool as _, from_fn};
 use ferrobot::{Agent, ToolContext};
 use ferrobot_app::{Config, ConfigSource};
 use ferrobot_telegram::Telegram;
-use ferrobot_testkit::{Home, agent, corpus, llm, openai, read, text_answer};
+use ferrobot_testkit::{Home, Recording, agent, eventually, llm, openai, recordings, text_answer};
 use serde_json::{Value, json};
 use wiremock::matchers::path_regex;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -250,11 +250,8 @@ impl FakeBotApi {
     /// Checks `found` every 20 ms, up to 30 s, until it finds something;
     /// then panics naming `what` and showing every call.
     async fn wait_until<T>(&self, what: &str, found: impl Fn() -> Option<T>) -> T {
-        for _ in 0..1500 {
-            if let Some(thing) = found() {
-                return thing;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Some(thing) = eventually(found).await {
+            return thing;
         }
         let state = self.0.lock().unwrap();
         panic!("no {what}; calls: {:#?}", state.calls);
@@ -778,32 +775,30 @@ async fn flood_control_is_waited_out_and_the_reply_still_arrives() {
 /// other bots) is answered or left alone as its kind requires.
 #[tokio::test]
 async fn recorded_updates_are_answered_or_left_alone_as_their_kind_requires() {
-    let Some(dir) = corpus("07_telegram_updates") else {
+    let Some(recordings) = recordings("07_telegram_updates") else {
         return;
     };
-    let mut recordings: Vec<(String, Vec<Value>, Vec<Value>)> = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let entry = entry.unwrap().path();
-        let (response, expected) = (
-            read(&entry.join("response.json")),
-            read(&entry.join("expected.json")),
-        );
-        let raw = match response.get("result") {
-            Some(Value::Array(updates)) => updates.clone(),
-            _ => vec![response],
-        };
-        let wanted = match expected.get("updates") {
-            Some(Value::Array(updates)) => updates.clone(),
-            _ => vec![expected["update"].clone()],
-        };
-        assert_eq!(raw.len(), wanted.len());
-        recordings.push((
-            entry.file_name().unwrap().to_string_lossy().into_owned(),
-            raw,
-            wanted,
-        ));
-    }
-    recordings.sort_by(|a, b| a.0.cmp(&b.0));
+    let recordings: Vec<(String, Vec<Value>, Vec<Value>)> = recordings
+        .into_iter()
+        .map(
+            |Recording {
+                 name,
+                 response,
+                 expected,
+             }| {
+                let raw = match response.get("result") {
+                    Some(Value::Array(updates)) => updates.clone(),
+                    _ => vec![response],
+                };
+                let wanted = match expected.get("updates") {
+                    Some(Value::Array(updates)) => updates.clone(),
+                    _ => vec![expected["update"].clone()],
+                };
+                assert_eq!(raw.len(), wanted.len());
+                (name, raw, wanted)
+            },
+        )
+        .collect();
     assert!(recordings.len() >= 8, "{} recordings", recordings.len());
     let allowed: Vec<u64> = recordings
         .iter()
@@ -903,7 +898,7 @@ async fn the_binary_runs_from_the_environment_alone() {
     assert!(body["messages"].to_string().contains("all good?"));
     // The system tools are offered, and the history is kept on disk.
     assert!(body["tools"].to_string().contains("disk_usage"));
-    assert!(home.0.join("data/ferrobot/history.db").is_file());
+    assert!(home.path().join("data/ferrobot/history.db").is_file());
     bot.start_kill().unwrap();
     let output = bot.wait_with_output().await.unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
