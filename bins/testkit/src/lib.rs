@@ -65,21 +65,11 @@ pub fn agent(
         .build()
 }
 
-/// One recorded exchange of a corpus category: its directory's name, the
-/// platform's payload (`response.json`) and what it means (`expected.json`).
-#[derive(Debug)]
-pub struct Recording {
-    /// The directory's name.
-    pub name: String,
-    /// What the platform sent.
-    pub response: Value,
-    /// What the payload means, as the corpus reads it.
-    pub expected: Value,
-}
-
-/// The recordings of a corpus category, by name, or `None` (with a notice)
-/// when the corpus isn't beside the checkout.
-pub fn recordings(category: &str) -> Option<Vec<Recording>> {
+/// The recordings of a corpus category, by name: each directory's name,
+/// the platform's payload (`response.json`) and what it means
+/// (`expected.json`). `None` (with a notice) when the corpus isn't beside
+/// the checkout.
+pub fn recordings(category: &str) -> Option<Vec<(String, Value, Value)>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/corpus")
         .join(category);
@@ -87,18 +77,18 @@ pub fn recordings(category: &str) -> Option<Vec<Recording>> {
         eprintln!("NOTICE: {} is absent; skipping the replay", dir.display());
         return None;
     }
-    let mut recordings: Vec<Recording> = std::fs::read_dir(&dir)
+    let mut recordings: Vec<(String, Value, Value)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| {
             let entry = entry.unwrap().path();
-            Recording {
-                name: entry.file_name().unwrap().to_string_lossy().into_owned(),
-                response: read(&entry.join("response.json")),
-                expected: read(&entry.join("expected.json")),
-            }
+            (
+                entry.file_name().unwrap().to_string_lossy().into_owned(),
+                read(&entry.join("response.json")),
+                read(&entry.join("expected.json")),
+            )
         })
         .collect();
-    recordings.sort_by(|a, b| a.name.cmp(&b.name));
+    recordings.sort_by(|a, b| a.0.cmp(&b.0));
     Some(recordings)
 }
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ferrobot::testing::{MockProvider, MockTurn};
-use ferrobot_testkit::{Recording, agent, recordings};
+use ferrobot_testkit::{agent, recordings};
 use serde_json::{Value, json};
 
 use crate::support::{BOT, messages_to, start};
@@ -15,31 +15,21 @@ use crate::support::{BOT, messages_to, start};
 /// as Discord's rules and the allow-list require.
 #[tokio::test]
 async fn recorded_dispatches_are_answered_or_left_alone_as_their_kind_requires() {
-    let Some(recordings) = recordings("08_discord_gateway") else {
+    let Some(corpus) = recordings("08_discord_gateway") else {
         return;
     };
-    let recordings: Vec<(String, String, Value, Value)> = recordings
-        .into_iter()
-        .map(
-            |Recording {
-                 name,
-                 response,
-                 expected,
-             }| {
-                let (kind, data) = match response.get("op") {
-                    Some(_) => (
-                        response["t"].as_str().unwrap().to_owned(),
-                        response["d"].clone(),
-                    ),
-                    None if expected.get("message").is_some() => {
-                        ("MESSAGE_CREATE".to_owned(), response)
-                    }
-                    None => ("INTERACTION_CREATE".to_owned(), response),
-                };
-                (name, kind, data, expected)
-            },
-        )
-        .collect();
+    let mut recordings: Vec<(String, String, Value, Value)> = Vec::new();
+    for (name, response, expected) in corpus {
+        let (kind, data) = match response.get("op") {
+            Some(_) => (
+                response["t"].as_str().unwrap().to_owned(),
+                response["d"].clone(),
+            ),
+            None if expected.get("message").is_some() => ("MESSAGE_CREATE".to_owned(), response),
+            None => ("INTERACTION_CREATE".to_owned(), response),
+        };
+        recordings.push((name, kind, data, expected));
+    }
     assert!(recordings.len() >= 9, "{} recordings", recordings.len());
     let authors: Vec<u64> = recordings
         .iter()

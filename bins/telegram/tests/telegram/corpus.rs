@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ferrobot::testing::{MockProvider, MockTurn};
-use ferrobot_testkit::{Recording, agent, recordings};
+use ferrobot_testkit::{agent, recordings};
 use serde_json::Value;
 
 use crate::support::{FakeBotApi, start};
@@ -14,30 +14,22 @@ use crate::support::{FakeBotApi, start};
 /// other bots) is answered or left alone as its kind requires.
 #[tokio::test]
 async fn recorded_updates_are_answered_or_left_alone_as_their_kind_requires() {
-    let Some(recordings) = recordings("07_telegram_updates") else {
+    let Some(corpus) = recordings("07_telegram_updates") else {
         return;
     };
-    let recordings: Vec<(String, Vec<Value>, Vec<Value>)> = recordings
-        .into_iter()
-        .map(
-            |Recording {
-                 name,
-                 response,
-                 expected,
-             }| {
-                let raw = match response.get("result") {
-                    Some(Value::Array(updates)) => updates.clone(),
-                    _ => vec![response],
-                };
-                let wanted = match expected.get("updates") {
-                    Some(Value::Array(updates)) => updates.clone(),
-                    _ => vec![expected["update"].clone()],
-                };
-                assert_eq!(raw.len(), wanted.len());
-                (name, raw, wanted)
-            },
-        )
-        .collect();
+    let mut recordings: Vec<(String, Vec<Value>, Vec<Value>)> = Vec::new();
+    for (name, response, expected) in corpus {
+        let raw = match response.get("result") {
+            Some(Value::Array(updates)) => updates.clone(),
+            _ => vec![response],
+        };
+        let wanted = match expected.get("updates") {
+            Some(Value::Array(updates)) => updates.clone(),
+            _ => vec![expected["update"].clone()],
+        };
+        assert_eq!(raw.len(), wanted.len());
+        recordings.push((name, raw, wanted));
+    }
     assert!(recordings.len() >= 8, "{} recordings", recordings.len());
     let allowed: Vec<u64> = recordings
         .iter()
