@@ -139,9 +139,10 @@ impl Home {
         command
     }
 
-    /// [`command`](Self::command) for a test that runs the binary to the
-    /// end, or in a terminal: its input and output are as the test sets them
-    /// (`output()` captures stdout and stderr).
+    /// [`command`](Self::command) as a `std::process::Command`, for a test
+    /// that runs the binary to the end or in a terminal: its input and
+    /// output are as the test sets them (`output()` captures stdout and
+    /// stderr).
     pub fn std_command(&self, program: &str, env: &[(&str, String)]) -> std::process::Command {
         let mut command = std::process::Command::new(program);
         command
