@@ -3,51 +3,28 @@
 // Helpers outside `#[test]` functions panic on setup failures, like the tests.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use ferrobot::testing::{OpenAiStream, text_sse};
+use ferrobot_testkit::{Home, llm};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// A private home for one test: config, data and working directories.
-struct Home(PathBuf);
-
-impl Home {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("ferrobot-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("work")).unwrap();
-        Self(dir)
-    }
-
-    fn ferrobot(&self, args: &[&str]) -> Output {
-        self.ferrobot_with_env(args, &[])
-    }
-
-    fn ferrobot_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_ferrobot"))
-            .args(args)
-            .current_dir(self.0.join("work"))
-            .env("XDG_CONFIG_HOME", self.0.join("config"))
-            .env("XDG_DATA_HOME", self.0.join("data"))
-            .env("HOME", &self.0)
-            .env_remove("FERROBOT_LLM__MODEL")
-            .env_remove("FERROBOT_LLM__BASE_URL")
-            .envs(env.iter().copied())
-            .output()
-            .unwrap()
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
+/// The `ferrobot` binary in `home`, its terminal output at the CLI's own
+/// level (warnings), not the `info` the bots' tests read.
+fn command(home: &Home, env: &[(&str, String)]) -> Command {
+    let mut command = home.std_command(env!("CARGO_BIN_EXE_ferrobot"), env);
+    command.env_remove("FERROBOT_LOG");
+    command
 }
 
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// `ferrobot ARGS` in `home`, run to the end.
+fn ferrobot(home: &Home, args: &[&str]) -> Output {
+    ferrobot_with_env(home, args, &[])
+}
+
+fn ferrobot_with_env(home: &Home, args: &[&str], env: &[(&str, String)]) -> Output {
+    command(home, env).args(args).output().unwrap()
 }
 
 fn stdout(output: &Output) -> String {
@@ -56,16 +33,6 @@ fn stdout(output: &Output) -> String {
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-async fn server(body: String) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
-        .mount(&server)
-        .await;
-    server
 }
 
 /// A model server that asks for one tool call, then answers `answer` once
@@ -93,21 +60,27 @@ async fn tool_round_server(
 
 #[tokio::test]
 async fn run_prints_the_answer_and_remembers_the_conversation() {
-    let home = Home::new("run");
-    let server = server(text_sse("You have 42 GB free.")).await;
+    let home = Home::new("cli-run");
+    let server = llm(vec![text_sse("You have 42 GB free."); 2]).await;
     let url = format!("{}/v1", server.uri());
-    let output = home.ferrobot(&[
-        "--base-url",
-        &url,
-        "--model",
-        "test",
-        "run",
-        "how much disk space is left?",
-    ]);
+    let output = ferrobot(
+        &home,
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "test",
+            "run",
+            "how much disk space is left?",
+        ],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "You have 42 GB free.\n");
 
-    let second = home.ferrobot(&["--base-url", &url, "--model", "test", "run", "and now?"]);
+    let second = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "test", "run", "and now?"],
+    );
     assert!(second.status.success());
     let requests = server.received_requests().await.unwrap();
     let body: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
@@ -126,25 +99,25 @@ async fn run_prints_the_answer_and_remembers_the_conversation() {
         ]
     );
 
-    let list = home.ferrobot(&["history", "list"]);
+    let list = ferrobot(&home, &["history", "list"]);
     assert!(
         stdout(&list).starts_with("cli\t4 messages\thow much disk space is left?"),
         "{}",
         stdout(&list)
     );
-    let search = home.ferrobot(&["history", "search", "disk"]);
+    let search = ferrobot(&home, &["history", "search", "disk"]);
     assert!(
         stdout(&search).contains("cli#0\thow much [disk] space is left?"),
         "{}",
         stdout(&search)
     );
-    let shown = home.ferrobot(&["history", "show", "cli"]);
+    let shown = ferrobot(&home, &["history", "show", "cli"]);
     assert_eq!(
         stdout(&shown),
         "#0\tyou: how much disk space is left?\n#1\tassistant: You have 42 GB free.\n\
          #2\tyou: and now?\n#3\tassistant: You have 42 GB free.\n"
     );
-    let missing = home.ferrobot(&["history", "show", "nope"]);
+    let missing = ferrobot(&home, &["history", "show", "nope"]);
     assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
     assert!(
         stderr(&missing).contains("no conversation `nope`"),
@@ -155,7 +128,7 @@ async fn run_prints_the_answer_and_remembers_the_conversation() {
 
 #[tokio::test]
 async fn run_json_prints_one_event_per_line() {
-    let home = Home::new("json");
+    let home = Home::new("cli-json");
     let body = OpenAiStream::new()
         .reasoning("hmm")
         .text("Hello")
@@ -163,9 +136,12 @@ async fn run_json_prints_one_event_per_line() {
         .finish("stop")
         .usage(3, 2)
         .into_sse();
-    let server = server(body).await;
+    let server = llm(vec![body]).await;
     let url = format!("{}/v1", server.uri());
-    let output = home.ferrobot(&["--base-url", &url, "--model", "test", "run", "--json", "hi"]);
+    let output = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "test", "run", "--json", "hi"],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let events: Vec<serde_json::Value> = stdout(&output)
         .lines()
@@ -179,14 +155,14 @@ async fn run_json_prints_one_event_per_line() {
 
 #[tokio::test]
 async fn an_unreachable_server_is_a_friendly_error_and_exit_code_1() {
-    let home = Home::new("down");
+    let home = Home::new("cli-down");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}/v1");
-    let output = home.ferrobot(&["--base-url", &url, "run", "hi"]);
+    let output = ferrobot(&home, &["--base-url", &url, "run", "hi"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
         stderr(&output).contains("LLM unavailable: gave up after 3 attempts"),
@@ -195,10 +171,10 @@ async fn an_unreachable_server_is_a_friendly_error_and_exit_code_1() {
     );
     assert!(stderr(&output).contains("slash commands still work"));
     // Slash commands don't need the model.
-    let slash = home.ferrobot(&["--base-url", &url, "run", "/uptime"]);
+    let slash = ferrobot(&home, &["--base-url", &url, "run", "/uptime"]);
     assert!(slash.status.success(), "{}", stderr(&slash));
     assert!(stdout(&slash).starts_with("up "), "{}", stdout(&slash));
-    let doctor = home.ferrobot(&["--base-url", &url, "doctor"]);
+    let doctor = ferrobot(&home, &["--base-url", &url, "doctor"]);
     assert_eq!(doctor.status.code(), Some(3));
     assert!(
         stdout(&doctor).contains("status:  unreachable"),
@@ -209,13 +185,16 @@ async fn an_unreachable_server_is_a_friendly_error_and_exit_code_1() {
 
 #[test]
 fn config_check_shows_each_value_and_its_source() {
-    let home = Home::new("config");
+    let home = Home::new("cli-config");
     std::fs::write(
-        home.path().join("work/ferrobot.toml"),
+        home.path().join("ferrobot.toml"),
         "[llm]\nmodel = \"llama3.2\"\napi_key = \"sk-hidden\"\n",
     )
     .unwrap();
-    let output = home.ferrobot(&["--base-url", "http://gpu:8000/v1", "config", "check"]);
+    let output = ferrobot(
+        &home,
+        &["--base-url", "http://gpu:8000/v1", "config", "check"],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(
@@ -232,13 +211,9 @@ fn config_check_shows_each_value_and_its_source() {
 
 #[test]
 fn a_bad_config_exits_2_naming_the_problem() {
-    let home = Home::new("badconfig");
-    std::fs::write(
-        home.path().join("work/ferrobot.toml"),
-        "[llm]\nmodle = \"x\"\n",
-    )
-    .unwrap();
-    let output = home.ferrobot(&["config", "check"]);
+    let home = Home::new("cli-badconfig");
+    std::fs::write(home.path().join("ferrobot.toml"), "[llm]\nmodle = \"x\"\n").unwrap();
+    let output = ferrobot(&home, &["config", "check"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("unknown field: found `modle`"),
@@ -249,28 +224,28 @@ fn a_bad_config_exits_2_naming_the_problem() {
 
 #[test]
 fn tools_can_be_listed_disabled_and_enabled() {
-    let home = Home::new("tools");
-    let list = stdout(&home.ferrobot(&["tools"]));
+    let home = Home::new("cli-tools");
+    let list = stdout(&ferrobot(&home, &["tools"]));
     assert!(
         list.lines()
             .any(|l| l.starts_with("disk_usage") && l.contains("enabled")),
         "{list}"
     );
-    let off = home.ferrobot(&["disable", "disk_usage"]);
+    let off = ferrobot(&home, &["disable", "disk_usage"]);
     assert!(off.status.success(), "{}", stderr(&off));
-    let list = stdout(&home.ferrobot(&["tools"]));
+    let list = stdout(&ferrobot(&home, &["tools"]));
     assert!(
         list.lines()
             .any(|l| l.starts_with("disk_usage") && l.contains("disabled")),
         "{list}"
     );
-    assert!(home.ferrobot(&["enable", "disk_usage"]).status.success());
+    assert!(ferrobot(&home, &["enable", "disk_usage"]).status.success());
     assert!(
-        stdout(&home.ferrobot(&["tools"]))
+        stdout(&ferrobot(&home, &["tools"]))
             .lines()
             .any(|l| l.starts_with("disk_usage") && l.contains(" enabled"))
     );
-    let unknown = home.ferrobot(&["disable", "nope"]);
+    let unknown = ferrobot(&home, &["disable", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
         stderr(&unknown).contains("no tool named `nope`; the tools are: disk_usage"),
@@ -281,11 +256,14 @@ fn tools_can_be_listed_disabled_and_enabled() {
 
 #[tokio::test]
 async fn a_tool_round_runs_a_system_tool_and_disabled_tools_are_not_offered() {
-    let home = Home::new("toolround");
+    let home = Home::new("cli-toolround");
     let server = tool_round_server("uptime", serde_json::json!({}), "Up and running.").await;
     let url = format!("{}/v1", server.uri());
-    assert!(home.ferrobot(&["disable", "memory"]).status.success());
-    let output = home.ferrobot(&["--base-url", &url, "--model", "m", "run", "is it up?"]);
+    assert!(ferrobot(&home, &["disable", "memory"]).status.success());
+    let output = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "is it up?"],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "Up and running.\n");
     assert!(
@@ -320,7 +298,7 @@ async fn a_tool_round_runs_a_system_tool_and_disabled_tools_are_not_offered() {
 
 #[tokio::test]
 async fn a_budget_from_the_config_withdraws_the_tools_once_used_up() {
-    let home = Home::new("budget");
+    let home = Home::new("cli-budget");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(|request: &wiremock::Request| {
@@ -335,9 +313,10 @@ async fn a_budget_from_the_config_withdraws_the_tools_once_used_up() {
         .mount(&server)
         .await;
     let url = format!("{}/v1", server.uri());
-    let output = home.ferrobot_with_env(
+    let output = ferrobot_with_env(
+        &home,
         &["--base-url", &url, "--model", "m", "run", "is it up?"],
-        &[("FERROBOT_AGENT__BUDGET_TOOL_OUTPUT_BYTES", "1")],
+        &[("FERROBOT_AGENT__BUDGET_TOOL_OUTPUT_BYTES", "1".into())],
     );
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "Up, from what I saw.\n");
@@ -347,14 +326,14 @@ async fn a_budget_from_the_config_withdraws_the_tools_once_used_up() {
 
 #[tokio::test]
 async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() {
-    let home = Home::new("commandtools");
+    let home = Home::new("cli-commandtools");
     std::fs::write(
-        home.path().join("work/ferrobot.toml"),
+        home.path().join("ferrobot.toml"),
         "[tools]\nfile = \"my-tools.toml\"\n",
     )
     .unwrap();
     std::fs::write(
-        home.path().join("work/my-tools.toml"),
+        home.path().join("my-tools.toml"),
         r#"
             [[tool]]
             name = "say"
@@ -368,19 +347,19 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
     )
     .unwrap();
     assert!(
-        stdout(&home.ferrobot(&["tools"]))
+        stdout(&ferrobot(&home, &["tools"]))
             .lines()
             .any(|l| l.starts_with("say"))
     );
     // A tools-file tool is switched off and on like a system tool.
-    let off = home.ferrobot(&["disable", "say"]);
+    let off = ferrobot(&home, &["disable", "say"]);
     assert!(off.status.success(), "{}", stderr(&off));
     assert!(
-        stdout(&home.ferrobot(&["tools"]))
+        stdout(&ferrobot(&home, &["tools"]))
             .lines()
             .any(|l| l.starts_with("say") && l.contains("disabled"))
     );
-    assert!(home.ferrobot(&["enable", "say"]).status.success());
+    assert!(ferrobot(&home, &["enable", "say"]).status.success());
     let server = tool_round_server(
         "say",
         serde_json::json!({"text": "hello; rm -rf /"}),
@@ -389,7 +368,10 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
     .await;
     let url = format!("{}/v1", server.uri());
     // Without --yes the tool is declined.
-    let declined = home.ferrobot(&["--base-url", &url, "--model", "m", "run", "say hello"]);
+    let declined = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "say hello"],
+    );
     assert!(
         stderr(&declined).contains("[declined] Say hello; rm -rf /?"),
         "{}",
@@ -409,16 +391,19 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
     let requests = server.received_requests().await.unwrap();
     assert_eq!(tool_message(&requests[1]), "Cancelled by user.");
     // With --yes it runs, and the text stays one argument.
-    let approved = home.ferrobot(&[
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "run",
-        "--yes",
-        "--new",
-        "say hello",
-    ]);
+    let approved = ferrobot(
+        &home,
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "run",
+            "--yes",
+            "--new",
+            "say hello",
+        ],
+    );
     assert!(approved.status.success(), "{}", stderr(&approved));
     let requests = server.received_requests().await.unwrap();
     assert_eq!(
@@ -430,24 +415,21 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
 #[tokio::test]
 async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
     use std::io::Write as _;
-    let home = Home::new("chat");
+    let home = Home::new("cli-chat");
     std::fs::write(
-        home.path().join("work/ferrobot.toml"),
+        home.path().join("ferrobot.toml"),
         "[tools]\nfile = \"t.toml\"\n",
     )
     .unwrap();
     std::fs::write(
-        home.path().join("work/t.toml"),
+        home.path().join("t.toml"),
         "[[tool]]\nname = \"say\"\ndescription = \"Say.\"\ncommand = [\"echo\", \"{text}\"]\nconfirm = true\n[tool.params.text]\ntype = \"string\"\nrequired = true\n",
     )
     .unwrap();
     let server = tool_round_server("say", serde_json::json!({"text": "hi"}), "Done saying.").await;
     let url = format!("{}/v1", server.uri());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrobot"))
+    let mut child = command(&home, &[])
         .args(["--base-url", &url, "--model", "m"])
-        .current_dir(home.path().join("work"))
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -492,18 +474,24 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
 
 #[tokio::test]
 async fn each_turn_is_traced_as_one_json_line_and_logged() {
-    let home = Home::new("trace");
-    let server = server(text_sse("Fine.")).await;
+    let home = Home::new("cli-trace");
+    let server = llm(vec![text_sse("Fine.")]).await;
     let url = format!("{}/v1", server.uri());
     assert!(
-        home.ferrobot(&["--base-url", &url, "--model", "m", "run", "all good?"])
-            .status
-            .success()
+        ferrobot(
+            &home,
+            &["--base-url", &url, "--model", "m", "run", "all good?"]
+        )
+        .status
+        .success()
     );
     assert!(
-        home.ferrobot(&["--base-url", &url, "--model", "m", "run", "/uptime"])
-            .status
-            .success()
+        ferrobot(
+            &home,
+            &["--base-url", &url, "--model", "m", "run", "/uptime"]
+        )
+        .status
+        .success()
     );
     let traces = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
     let records: Vec<serde_json::Value> = traces
@@ -528,14 +516,14 @@ async fn each_turn_is_traced_as_one_json_line_and_logged() {
 async fn the_chat_in_a_terminal() {
     use expectrl::{ControlCode, Expect, Session};
     use std::time::Duration;
-    let home = Home::new("pty");
+    let home = Home::new("cli-pty");
     std::fs::write(
-        home.path().join("work/ferrobot.toml"),
+        home.path().join("ferrobot.toml"),
         "[tools]\nfile = \"t.toml\"\n",
     )
     .unwrap();
     std::fs::write(
-        home.path().join("work/t.toml"),
+        home.path().join("t.toml"),
         "[[tool]]\nname = \"say\"\ndescription = \"Say.\"\ncommand = [\"echo\", \"{text}\"]\nconfirm = \"Say {text}?\"\n[tool.params.text]\ntype = \"string\"\nrequired = true\n",
     )
     .unwrap();
@@ -570,13 +558,8 @@ async fn the_chat_in_a_terminal() {
         .mount(&server)
         .await;
     let url = format!("{}/v1", server.uri());
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ferrobot"));
-    command
-        .args(["--base-url", &url, "--model", "m"])
-        .current_dir(home.path().join("work"))
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("TERM", "xterm");
+    let mut command = command(&home, &[("TERM", "xterm".into())]);
+    command.args(["--base-url", &url, "--model", "m"]);
     let transcript = tokio::task::spawn_blocking(move || {
         let mut session = Session::spawn(command).unwrap();
         session.set_expect_timeout(Some(Duration::from_secs(15)));
@@ -613,7 +596,7 @@ async fn the_chat_in_a_terminal() {
 
 #[tokio::test]
 async fn the_ollama_dialect_is_chosen_by_name() {
-    let home = Home::new("ollama");
+    let home = Home::new("cli-ollama");
     let server = MockServer::start().await;
     let line = serde_json::json!({"message": {"role": "assistant", "content": "Native hello."}, "done": true, "done_reason": "stop", "prompt_eval_count": 3, "eval_count": 2});
     Mock::given(method("POST"))
@@ -625,23 +608,26 @@ async fn the_ollama_dialect_is_chosen_by_name() {
         .await;
     // A base URL ending in /v1 (the OpenAI-compatible default) still finds /api/chat.
     let url = format!("{}/v1", server.uri());
-    let output = home.ferrobot(&[
-        "--provider",
-        "ollama",
-        "--base-url",
-        &url,
-        "--model",
-        "llama3.2",
-        "run",
-        "hi",
-    ]);
+    let output = ferrobot(
+        &home,
+        &[
+            "--provider",
+            "ollama",
+            "--base-url",
+            &url,
+            "--model",
+            "llama3.2",
+            "run",
+            "hi",
+        ],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "Native hello.\n");
 }
 
 #[tokio::test]
 async fn the_anthropic_dialect_takes_its_key_from_the_environment() {
-    let home = Home::new("anthropic");
+    let home = Home::new("cli-anthropic");
     let server = MockServer::start().await;
     let events = [
         serde_json::json!({"type": "message_start", "message": {"usage": {"input_tokens": 4, "output_tokens": 0}}}),
@@ -667,7 +653,8 @@ async fn the_anthropic_dialect_takes_its_key_from_the_environment() {
     )
     .unwrap();
     let config = home.path().join("anthropic.toml");
-    let output = home.ferrobot_with_env(
+    let output = ferrobot_with_env(
+        &home,
         &[
             "--config",
             config.to_str().unwrap(),
@@ -680,7 +667,7 @@ async fn the_anthropic_dialect_takes_its_key_from_the_environment() {
             "run",
             "hi",
         ],
-        &[("FERROBOT_TEST_ANTHROPIC_KEY", "sk-ant-from-env")],
+        &[("FERROBOT_TEST_ANTHROPIC_KEY", "sk-ant-from-env".into())],
     );
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "Claude says hi.\n");

@@ -1,6 +1,7 @@
-//! What the bot binaries' end-to-end tests share: a fake OpenAI-compatible
+//! What the binaries' end-to-end tests share: a fake OpenAI-compatible
 //! model, the agent a bot is tested with, a scratch home to run a binary in,
-//! and the recorded traffic in `../shared/corpus`.
+//! the recorded traffic in `../shared/corpus`, and a wait for what a test
+//! expects to happen.
 
 // Helpers panic on setup failures, as the tests that call them would.
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
@@ -8,6 +9,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ferrobot::Agent;
 use ferrobot::bot::{Channel, ChannelConfirm, ChannelNotifier};
@@ -63,23 +65,48 @@ pub fn agent(
         .build()
 }
 
-/// A recorded-traffic category, or `None` (with a notice) when the corpus
-/// isn't beside the checkout.
-pub fn corpus(category: &str) -> Option<PathBuf> {
+/// The recordings of a corpus category, by name: each directory's name,
+/// the platform's payload (`response.json`) and what it means
+/// (`expected.json`). `None` (with a notice) when the corpus isn't beside
+/// the checkout.
+pub fn recordings(category: &str) -> Option<Vec<(String, Value, Value)>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/corpus")
         .join(category);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
+    if !dir.is_dir() {
         eprintln!("NOTICE: {} is absent; skipping the replay", dir.display());
-        None
+        return None;
     }
+    let mut recordings: Vec<(String, Value, Value)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap().path();
+            (
+                entry.file_name().unwrap().to_string_lossy().into_owned(),
+                read(&entry.join("response.json")),
+                read(&entry.join("expected.json")),
+            )
+        })
+        .collect();
+    recordings.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(recordings)
 }
 
 /// A JSON file.
-pub fn read(path: &Path) -> Value {
+fn read(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Checks `found` every 20 ms until it finds something, up to 30 s (a binary
+/// may start cold on a loaded machine); `None` if it never does.
+pub async fn eventually<T>(found: impl Fn() -> Option<T>) -> Option<T> {
+    for _ in 0..1500 {
+        if let Some(thing) = found() {
+            return Some(thing);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
 }
 
 /// A scratch home to run a binary in: its own config, data and working
@@ -96,10 +123,28 @@ impl Home {
         Self(dir)
     }
 
+    /// The home's directory, also the binary's working directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
     /// The binary at `program`, configured by `env` alone (no model server
     /// from the test machine's environment), its output captured.
     pub fn command(&self, program: &str, env: &[(&str, String)]) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(program);
+        let mut command = tokio::process::Command::from(self.std_command(program, env));
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+
+    /// [`command`](Self::command) as a `std::process::Command`, for a test
+    /// that runs the binary to the end or in a terminal: its input and
+    /// output are as the test sets them (`output()` captures stdout and
+    /// stderr).
+    pub fn std_command(&self, program: &str, env: &[(&str, String)]) -> std::process::Command {
+        let mut command = std::process::Command::new(program);
         command
             .current_dir(&self.0)
             .env("HOME", &self.0)
@@ -108,10 +153,7 @@ impl Home {
             .env("FERROBOT_LOG", "info")
             .env_remove("FERROBOT_LLM__BASE_URL")
             .env_remove("FERROBOT_LLM__MODEL")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
         command
     }
 }

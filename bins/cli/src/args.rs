@@ -1,0 +1,120 @@
+//! The command line: global options, the subcommands, and which
+//! conversation the chat or `run` continues.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Your machine's assistant, over any OpenAI-compatible server.
+#[derive(Debug, Parser)]
+#[command(name = "ferrobot", version, about)]
+pub(crate) struct Cli {
+    /// Read this config file instead of ./ferrobot.toml or the per-user one.
+    #[arg(short = 'c', long = "config", global = true)]
+    pub(crate) config: Option<PathBuf>,
+    /// The provider dialect (`llm.provider`).
+    #[arg(long, global = true)]
+    pub(crate) provider: Option<String>,
+    /// The model (`llm.model`).
+    #[arg(long, global = true)]
+    pub(crate) model: Option<String>,
+    /// The server (`llm.base_url`), e.g. `http://localhost:11434/v1`.
+    #[arg(long, global = true)]
+    pub(crate) base_url: Option<String>,
+    /// The environment variable holding the API key (`llm.api_key_env`).
+    #[arg(long, global = true)]
+    pub(crate) api_key_env: Option<String>,
+    /// For the chat: which conversation to continue, or a fresh one.
+    #[command(flatten)]
+    pub(crate) conversation: ConversationArgs,
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Answer one prompt and exit: the answer on stdout, tool calls on stderr.
+    Run {
+        /// What to ask.
+        prompt: String,
+        /// One JSON object per event per line on stdout, for scripts.
+        #[arg(long)]
+        json: bool,
+        /// Approve tools that ask for confirmation (declined otherwise).
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        conversation: ConversationArgs,
+    },
+    /// List the tools: enabled or not, available here or why not.
+    Tools,
+    /// Switch a tool on (a running bot applies it within a second).
+    Enable {
+        /// The tool's name.
+        name: String,
+    },
+    /// Switch a tool off (a running bot applies it within a second).
+    Disable {
+        /// The tool's name.
+        name: String,
+    },
+    /// Probe the model server: reachable, model present, latency.
+    Doctor,
+    /// Inspect the configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Read the conversation store.
+    History {
+        #[command(subcommand)]
+        action: HistoryAction,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConversationArgs {
+    /// Continue this conversation. By default, `cli`.
+    #[arg(long, default_value = "cli")]
+    conversation: String,
+    /// Start a fresh conversation.
+    #[arg(long)]
+    new: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigAction {
+    /// Validate the config and print each effective value with its source.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HistoryAction {
+    /// The stored conversations, most recent first.
+    List,
+    /// One conversation, message by message (what `list` and `search`
+    /// name it).
+    Show {
+        /// The conversation, e.g. `cli`.
+        conversation: String,
+    },
+    /// Messages matching a query.
+    Search {
+        /// Words to look for.
+        query: String,
+        /// At most this many results.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+}
+
+pub(crate) fn conversation_id(args: &ConversationArgs) -> String {
+    if args.new {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("{}-{now}", args.conversation)
+    } else {
+        args.conversation.clone()
+    }
+}

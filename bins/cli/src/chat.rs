@@ -1,0 +1,120 @@
+//! The chat: a line editor (`Input`) on its own thread, read for each
+//! prompt and each confirmation question, and each line a turn.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ferrobot::confirm::ConfirmRequest;
+use ferrobot::provider::Provider;
+use ferrobot_app::{LoadedConfig, ToolState, TurnTrace};
+
+use crate::agent_with;
+use crate::logs::data_dir;
+use crate::turn::print_events;
+
+/// Reads lines for the chat on its own thread (the line editor blocks), for
+/// the prompt and for confirmation questions alike.
+#[derive(Clone)]
+struct Input(std::sync::mpsc::Sender<(String, tokio::sync::oneshot::Sender<Option<String>>)>);
+
+impl Input {
+    /// Starts the editor, with input history kept in `history`.
+    fn start(history: PathBuf) -> anyhow::Result<Self> {
+        let (tx, rx) =
+            std::sync::mpsc::channel::<(String, tokio::sync::oneshot::Sender<Option<String>>)>();
+        let mut editor = rustyline::DefaultEditor::new()?;
+        let _ = editor.load_history(&history);
+        std::thread::spawn(move || {
+            while let Ok((prompt, answer)) = rx.recv() {
+                let line = loop {
+                    match editor.readline(&prompt) {
+                        Ok(line) => break Some(line),
+                        // Ctrl-C at the prompt clears the line.
+                        Err(rustyline::error::ReadlineError::Interrupted) => {}
+                        Err(_) => break None,
+                    }
+                };
+                if let Some(line) = line.as_deref().filter(|l| !l.trim().is_empty()) {
+                    let _ = editor.add_history_entry(line);
+                    if let Some(dir) = history.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    let _ = editor.save_history(&history);
+                }
+                let _ = answer.send(line);
+            }
+        });
+        Ok(Self(tx))
+    }
+
+    /// One line; `None` at the end of input (Ctrl-D, or the end of a pipe).
+    async fn line(&self, prompt: &str) -> Option<String> {
+        let (answer, line) = tokio::sync::oneshot::channel();
+        self.0.send((prompt.to_owned(), answer)).ok()?;
+        line.await.ok().flatten()
+    }
+}
+
+/// The chat: a line editor with persistent input history (it also reads
+/// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits;
+/// tools that ask get a y/N question.
+pub(crate) async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::Result<ExitCode> {
+    let input = Input::start(data_dir(loaded).join("input_history.txt"))?;
+    let asker = input.clone();
+    let agent = agent_with(loaded, move |request: ConfirmRequest| {
+        let asker = asker.clone();
+        async move {
+            let answer = asker
+                .line(&format!("{} [y/N] ", request.prompt))
+                .await
+                .unwrap_or_default();
+            matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")
+        }
+    })
+    .await?;
+    let _state = ToolState::watch(loaded.tool_state_path(), &agent);
+    // Say up front when the model is out of reach; slash commands still work.
+    let health = agent.provider().health().await;
+    if !health.is_ok() {
+        eprintln!(
+            "LLM unavailable: {} — slash commands still work (type /help)",
+            health.detail.unwrap_or_else(|| "no answer".into())
+        );
+    }
+    let _tools = ferrobot_app::watch_tools_file(loaded.tools_file_path(), &agent);
+    let mut show_reasoning = true;
+    while let Some(line) = input.line("› ").await {
+        let line = line.trim();
+        if line == "exit" || line == "quit" {
+            break;
+        }
+        if line == ":reasoning" {
+            show_reasoning = !show_reasoning;
+            eprintln!(
+                "reasoning {}",
+                if show_reasoning { "shown" } else { "hidden" }
+            );
+            continue;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let mut events = agent.stream(conversation, line);
+        let cancel = events.cancellation();
+        let interrupt = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        });
+        print_events(
+            loaded,
+            &mut events,
+            TurnTrace::new(conversation, line),
+            false,
+            show_reasoning,
+        )
+        .await;
+        interrupt.abort();
+    }
+    Ok(ExitCode::SUCCESS)
+}

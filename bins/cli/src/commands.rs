@@ -1,0 +1,99 @@
+//! The commands that don't talk to the model: `tools`, `enable` and
+//! `disable`, `doctor` (which only probes it) and `config check`.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use ferrobot::provider::Provider;
+use ferrobot_app::{LoadedConfig, ToolState};
+
+use crate::EXIT_DOCTOR;
+
+pub(crate) fn tools(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
+    let state = ToolState::load(&loaded.tool_state_path())?;
+    for tool in loaded.tools().map_err(|e| anyhow::anyhow!(e))? {
+        let enabled = if state.is_disabled(tool.name()) {
+            "disabled"
+        } else {
+            "enabled"
+        };
+        let available = match tool.availability() {
+            Ok(()) => "available".to_owned(),
+            Err(reason) => format!("unavailable: {reason}"),
+        };
+        let summary = tool
+            .spec()
+            .description
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        out!("{:<20} {enabled:<9} {available:<12} {summary}", tool.name());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
+    // The system tools and those of the tools file, as `ferrobot tools` lists.
+    let known: Vec<String> = loaded
+        .tools()
+        .map_err(|e| anyhow::anyhow!(e))?
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    if !known.iter().any(|k| k == name) {
+        anyhow::bail!(
+            "no tool named `{name}`; the tools are: {}",
+            known.join(", ")
+        );
+    }
+    let path = loaded.tool_state_path();
+    let mut state = ToolState::load(&path)?;
+    state.set_enabled(name, enabled);
+    state
+        .save(&path)
+        .with_context(|| format!("saving {}", path.display()))?;
+    out!("{name} {}", if enabled { "enabled" } else { "disabled" });
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
+    let provider = loaded.provider()?;
+    let llm = &loaded.config.llm;
+    let health = provider.health().await;
+    out!(
+        "server:  {} ({} ms)",
+        llm.base_url,
+        health.latency.as_millis()
+    );
+    out!("model:   {}", llm.model);
+    if health.is_ok() {
+        out!("status:  ok");
+        return Ok(ExitCode::SUCCESS);
+    }
+    out!(
+        "status:  {}",
+        if health.reachable {
+            "answered, with a problem"
+        } else {
+            "unreachable"
+        }
+    );
+    if let Some(detail) = health.detail {
+        out!("problem: {detail}");
+    }
+    Ok(ExitCode::from(EXIT_DOCTOR))
+}
+
+pub(crate) fn config_check(loaded: &LoadedConfig) -> ExitCode {
+    match &loaded.file {
+        Some(file) => out!("config file: {}", file.display()),
+        None => out!("config file: none (built-in defaults)"),
+    }
+    for (key, value, source) in loaded.explain() {
+        out!("{key} = {value}    # {source}");
+    }
+    out!("history file: {}", loaded.history_path().display());
+    ExitCode::SUCCESS
+}

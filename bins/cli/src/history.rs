@@ -1,0 +1,83 @@
+//! `history list`, `show` and `search`: the conversation store, read.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use ferrobot::history::{HistoryStore, SqliteHistory};
+use ferrobot_app::LoadedConfig;
+
+use crate::args::HistoryAction;
+
+/// A stored message as `history show` prints it: who, then what, tool
+/// calls and results on lines of their own (results cut at 200 characters).
+fn shown(message: &ferrobot::Message) -> Vec<String> {
+    use ferrobot::Role;
+    let one_line = |text: &str| text.replace('\n', " ");
+    let who = match message.role {
+        Role::User if message.summary => "summary",
+        Role::User => "you",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Tool => "tool",
+    };
+    let mut lines = Vec::new();
+    let text = message.text();
+    if !text.is_empty() {
+        lines.push(format!("{who}: {}", one_line(&text)));
+    }
+    for call in message.tool_calls() {
+        lines.push(format!("{who}: → {}({})", call.name, call.arguments));
+    }
+    for result in message.tool_results_iter() {
+        let mut content: String = one_line(&result.content).chars().take(200).collect();
+        if content.len() < result.content.len() {
+            content.push('…');
+        }
+        let mark = if result.is_error { "✗" } else { "←" };
+        lines.push(format!("{who}: {mark} {content}"));
+    }
+    lines
+}
+
+pub(crate) async fn history(
+    loaded: &LoadedConfig,
+    action: HistoryAction,
+) -> anyhow::Result<ExitCode> {
+    let store = SqliteHistory::open(loaded.history_path()).await?;
+    match action {
+        HistoryAction::List => {
+            for info in store.list().await? {
+                out!(
+                    "{}\t{} messages\t{}",
+                    info.id,
+                    info.messages,
+                    info.title.unwrap_or_default()
+                );
+            }
+        }
+        HistoryAction::Show { conversation } => {
+            let messages = store.load(&conversation).await?;
+            if messages.is_empty() {
+                anyhow::bail!(
+                    "no conversation `{conversation}`; `ferrobot history list` shows them"
+                );
+            }
+            for (index, message) in messages.iter().enumerate() {
+                for line in shown(message) {
+                    out!("#{index}\t{line}");
+                }
+            }
+        }
+        HistoryAction::Search { query, limit } => {
+            for hit in store.search(&query, limit).await? {
+                out!(
+                    "{}#{}\t{}",
+                    hit.conversation,
+                    hit.index,
+                    hit.snippet.replace('\n', " ")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,193 @@
+//! One turn printed as it streams: text on stdout (Markdown rendered at a
+//! terminal), tool calls on stderr, or one JSON object per event; each turn
+//! is also traced.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use ferrobot::agent::{Status, ToolOutcome};
+use ferrobot::{Agent, AgentEvent};
+use ferrobot_app::{LoadedConfig, TurnTrace, append_trace};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::args::{ConversationArgs, conversation_id};
+use crate::logs::traces_path;
+use crate::{EXIT_TURN_FAILED, agent, render};
+
+/// One turn, printed as it streams.
+pub(crate) async fn run(
+    loaded: &LoadedConfig,
+    prompt: &str,
+    json: bool,
+    yes: bool,
+    args: &ConversationArgs,
+) -> anyhow::Result<ExitCode> {
+    let agent = agent(loaded, yes).await?;
+    Ok(turn(loaded, &agent, &conversation_id(args), prompt, json).await)
+}
+
+async fn turn(
+    loaded: &LoadedConfig,
+    agent: &Agent,
+    conversation: &str,
+    prompt: &str,
+    json: bool,
+) -> ExitCode {
+    let mut events = agent.stream(conversation, prompt);
+    print_events(
+        loaded,
+        &mut events,
+        TurnTrace::new(conversation, prompt),
+        json,
+        true,
+    )
+    .await
+}
+
+/// Prints a turn's events as they come: text on stdout, tool calls on stderr.
+/// Each turn is also appended to `traces.jsonl` beside the history.
+pub(crate) async fn print_events(
+    loaded: &LoadedConfig,
+    events: &mut ferrobot::TurnStream,
+    mut trace: TurnTrace,
+    json: bool,
+    show_reasoning: bool,
+) -> ExitCode {
+    use std::io::IsTerminal as _;
+    // Markdown and the spinner only for a person at a terminal; scripts and
+    // pipes get plain text.
+    let terminal = !json && std::io::stdout().is_terminal();
+    let spinner = terminal.then(render::Spinner::start);
+    let clear = || {
+        if let Some(spinner) = &spinner {
+            spinner.clear();
+        }
+    };
+    let mut blocks = render::Blocks::default();
+    let mut stdout = std::io::stdout();
+    let mut outcome: Result<String, String> = Err("the turn ended without a reply".into());
+    let mut code = ExitCode::SUCCESS;
+    let mut streamed = false;
+    while let Some(event) = events.next().await {
+        match &event {
+            Ok(AgentEvent::Done(reply)) => outcome = Ok(reply.text.clone()),
+            Ok(event) => trace.record(event),
+            Err(error) => outcome = Err(error.user_message()),
+        }
+        let line = match event {
+            Ok(event) if json => json_event(&event),
+            Ok(AgentEvent::Status(status)) => {
+                if let Some(spinner) = &spinner {
+                    match status {
+                        Status::Thinking => spinner.show("Thinking…"),
+                        Status::RunningTool { tool } => spinner.show(&format!("Running {tool}…")),
+                        _ => spinner.clear(),
+                    }
+                }
+                None
+            }
+            Ok(AgentEvent::TextDelta(text) | AgentEvent::RefusalDelta(text)) => {
+                clear();
+                streamed = true;
+                if terminal {
+                    blocks
+                        .push(&text)
+                        .iter()
+                        .for_each(|block| render::print_block(block));
+                } else {
+                    let _ = write!(stdout, "{text}");
+                    let _ = stdout.flush();
+                }
+                None
+            }
+            Ok(AgentEvent::ReasoningDelta(text)) => {
+                if terminal && show_reasoning {
+                    clear();
+                    render::print_reasoning(&text);
+                }
+                None
+            }
+            Ok(AgentEvent::ToolCallStarted(call)) => {
+                clear();
+                eprintln!("→ {}({})", call.name, call.arguments);
+                None
+            }
+            Ok(AgentEvent::ToolCallFinished(record)) => {
+                clear();
+                let mark = if record.outcome == ToolOutcome::Ok {
+                    "←"
+                } else {
+                    "✗"
+                };
+                eprintln!(
+                    "{mark} {} ({:?}, {} ms)",
+                    record.call.name,
+                    record.outcome,
+                    record.duration.as_millis()
+                );
+                None
+            }
+            Ok(AgentEvent::Done(reply)) => {
+                clear();
+                if let Some(rest) = blocks.finish() {
+                    render::print_block(&rest);
+                } else if !streamed {
+                    // A slash command's output comes whole and is printed
+                    // verbatim, so column layouts survive.
+                    let _ = write!(stdout, "{}", reply.text);
+                }
+                if !terminal && !reply.text.is_empty() && !reply.text.ends_with('\n') {
+                    let _ = writeln!(stdout);
+                }
+                None
+            }
+            Ok(_) => None,
+            Err(error) => {
+                clear();
+                code = ExitCode::from(EXIT_TURN_FAILED);
+                if json {
+                    Some(json!({"type": "error", "message": error.user_message()}))
+                } else {
+                    eprintln!("{}", error.user_message());
+                    None
+                }
+            }
+        };
+        if let Some(line) = line {
+            let _ = writeln!(stdout, "{line}");
+        }
+    }
+    clear();
+    let record = trace.finish(outcome.as_deref().map_err(String::as_str));
+    if let Err(error) = append_trace(&traces_path(loaded), &record) {
+        tracing::warn!(%error, "could not write the trace");
+    }
+    code
+}
+
+/// An event as one JSON object, for `run --json`.
+fn json_event(event: &AgentEvent) -> Option<serde_json::Value> {
+    Some(match event {
+        AgentEvent::TextDelta(delta) | AgentEvent::RefusalDelta(delta) => {
+            json!({"type": "text", "delta": delta})
+        }
+        AgentEvent::ReasoningDelta(delta) => json!({"type": "reasoning", "delta": delta}),
+        AgentEvent::ToolCallStarted(call) => {
+            json!({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments})
+        }
+        AgentEvent::ToolCallFinished(record) => json!({
+            "type": "tool_result", "id": record.call.id, "content": record.content,
+            "is_error": record.outcome != ToolOutcome::Ok, "outcome": format!("{:?}", record.outcome),
+            "duration_ms": record.duration.as_millis() as u64,
+        }),
+        AgentEvent::Usage(usage) => json!({
+            "type": "usage", "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "reasoning_tokens": usage.reasoning_tokens, "cached_tokens": usage.cached_tokens,
+        }),
+        AgentEvent::Done(reply) => {
+            json!({"type": "done", "text": reply.text, "is_refusal": reply.is_refusal})
+        }
+        _ => return None,
+    })
+}

@@ -1,0 +1,125 @@
+//! The `ferrobot-telegram` binary, configured from the environment alone:
+//! serving, a revoked token, no token, and nobody allowed.
+
+use ferrobot_testkit::{Home, llm, text_answer};
+use serde_json::{Value, json};
+use wiremock::matchers::path_regex;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{ANN, BIN, FakeBotApi, TOKEN};
+
+#[tokio::test]
+async fn the_binary_runs_from_the_environment_alone() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = llm(vec![text_answer("All good.")]).await;
+    let home = Home::new("telegram-env");
+    let mut bot = home
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
+                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+                ("FERROBOT_LLM__MODEL", "test-model".into()),
+            ],
+        )
+        .spawn()
+        .unwrap();
+    // Once connected, the start-up report goes to the first allowed user.
+    let notice = api
+        .wait_for("SendMessage", |c| {
+            c["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("ferrobot is online"))
+        })
+        .await;
+    assert_eq!(notice["chat_id"], json!(ANN));
+    assert!(
+        notice["text"].as_str().unwrap().contains("Memory"),
+        "{notice}"
+    );
+    api.text(ANN, ANN as i64, "all good?");
+    api.wait_for_reply(0, |c| c["text"] == r"All good\.").await;
+    let asked = &model.received_requests().await.unwrap()[0];
+    let body: Value = serde_json::from_slice(&asked.body).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert!(body["messages"].to_string().contains("all good?"));
+    // The system tools are offered, and the history is kept on disk.
+    assert!(body["tools"].to_string().contains("disk_usage"));
+    assert!(home.path().join("data/ferrobot/history.db").is_file());
+    bot.start_kill().unwrap();
+    let output = bot.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("connected to Telegram"), "{log}");
+    assert!(
+        !log.contains(TOKEN) && !log.contains("TEST-token"),
+        "the token stays out of the log"
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_token_stops_the_bot_with_a_clear_message() {
+    let server = MockServer::start().await;
+    Mock::given(path_regex(r"^/bot[^/]+/GetMe$"))
+        .respond_with(
+            ResponseTemplate::new(401).set_body_json(
+                json!({"ok": false, "error_code": 401, "description": "Unauthorized"}),
+            ),
+        )
+        .mount(&server)
+        .await;
+    let home = Home::new("telegram-revoked");
+    let output = home
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+            ],
+        )
+        .output()
+        .await
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{log}");
+    assert!(log.contains("Telegram refused the bot token"), "{log}");
+    assert!(!log.contains(TOKEN), "{log}");
+}
+
+#[tokio::test]
+async fn without_a_token_the_bot_says_where_to_put_one() {
+    let home = Home::new("telegram-no-token");
+    let output = home.command(BIN, &[]).output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{log}");
+    assert!(log.contains("FERROBOT_TELEGRAM__TOKEN"), "{log}");
+}
+
+#[tokio::test]
+async fn with_nobody_allowed_the_bot_refuses_everyone_and_says_so() {
+    let (api, server) = FakeBotApi::start().await;
+    let home = Home::new("telegram-nobody");
+    let mut bot = home
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+            ],
+        )
+        .spawn()
+        .unwrap();
+    api.wait_for("SetMyCommands", |_| true).await;
+    api.text(ANN, ANN as i64, "hello");
+    let refusal = api.wait_for("SendMessage", |_| true).await;
+    assert!(refusal["text"].as_str().unwrap().contains("private bot"));
+    bot.start_kill().unwrap();
+    let output = bot.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("allowed_user_ids is empty"), "{log}");
+    assert!(log.contains(&format!("user_id={ANN}")), "{log}");
+}

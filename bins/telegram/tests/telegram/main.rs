@@ -1,0 +1,25 @@
+//! The Telegram bot end to end: a fake Bot API over loopback (wiremock)
+//! feeding real update payloads, a model behind a fake OpenAI-compatible
+//! endpoint or a `MockProvider`, and assertions on the calls the bot makes.
+
+// Helpers outside `#[test]` functions panic on setup failures, like the tests.
+#![allow(clippy::unwrap_used)]
+
+// The fake Bot API, the bot's test settings, and starting the bot on them.
+mod support;
+// Replies: streamed by edits, split at the limit, MarkdownV2 or plain text.
+mod replies;
+// The allow-list: strangers refused once, reaching neither model nor tools.
+mod access;
+// Confirmations: ✅ / ❌ buttons, the asker's to answer, declined after the time-out.
+mod confirmations;
+// Groups and forum topics: each topic its own conversation, answers threaded.
+mod topics;
+// The command menu: the tools Telegram can name, kept up to date.
+mod menu;
+// Errors and retries: flood control, a Bot API out of reach at start.
+mod retries;
+// The recorded updates in ../shared/corpus, replayed.
+mod corpus;
+// The binary, configured from the environment alone, and its start-up errors.
+mod binary;

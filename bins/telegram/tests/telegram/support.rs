@@ -1,0 +1,295 @@
+//! What the tests share: the fake Bot API (`FakeBotApi`), the people and
+//! the token they use, and `start`, which serves an agent on Telegram
+//! pointed at the fake.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferrobot::Agent;
+use ferrobot::bot::{Channel, serve};
+use ferrobot_app::{Config, ConfigSource};
+use ferrobot_telegram::Telegram;
+use ferrobot_testkit::eventually;
+use serde_json::{Value, json};
+use wiremock::matchers::path_regex;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+pub(crate) const TOKEN: &str = "123456:TEST-token_secret";
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_ferrobot-telegram");
+pub(crate) const ANN: u64 = 111;
+pub(crate) const BOB: u64 = 222;
+pub(crate) const STRANGER: u64 = 999;
+
+/// A Bot API: answers every method the bot uses, hands out queued updates
+/// to `getUpdates`, records every other call, and fails calls on request.
+#[derive(Clone, Default)]
+pub(crate) struct FakeBotApi(pub(crate) Arc<Mutex<State>>);
+
+#[derive(Default)]
+pub(crate) struct State {
+    updates: VecDeque<Value>,
+    /// Every call but `getUpdates`: method, body, and whether it succeeded.
+    pub(crate) calls: Vec<(String, Value, bool)>,
+    next_message: i64,
+    next_update: i64,
+    /// (method, only when MarkdownV2 is asked for, status, body)
+    failures: Vec<(String, bool, u16, Value)>,
+}
+
+impl Respond for FakeBotApi {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let method = request
+            .url
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_lowercase();
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let mut state = self.0.lock().unwrap();
+        if method == "getupdates" {
+            let updates: Vec<Value> = state.updates.drain(..).collect();
+            let delay = if updates.is_empty() { 30 } else { 0 };
+            return ok(json!(updates)).set_delay(Duration::from_millis(delay));
+        }
+        let markdown = body["parse_mode"] == "MarkdownV2";
+        if let Some(i) = state
+            .failures
+            .iter()
+            .position(|(m, md_only, ..)| *m == method && (!md_only || markdown))
+        {
+            let (_, _, status, failure) = state.failures.remove(i);
+            state.calls.push((method, body, false));
+            return ResponseTemplate::new(status).set_body_json(failure);
+        }
+        state.calls.push((method.clone(), body.clone(), true));
+        match method.as_str() {
+            "getme" => ok(json!({
+                "id": 42, "is_bot": true, "first_name": "ferrobot", "username": "ferrobot_test_bot",
+                "can_join_groups": true, "can_read_all_group_messages": false, "supports_inline_queries": false, "has_main_web_app": false
+            })),
+            "sendmessage" | "editmessagetext" => {
+                let id = if method == "sendmessage" {
+                    state.next_message += 1;
+                    state.next_message
+                } else {
+                    body["message_id"].as_i64().unwrap_or_default()
+                };
+                let chat = body["chat_id"].as_i64().unwrap_or_default();
+                ok(json!({
+                    "message_id": id, "date": 1700000000,
+                    "chat": if chat < 0 { json!({"id": chat, "type": "supergroup", "title": "group"}) }
+                            else { json!({"id": chat, "type": "private", "first_name": "Ann"}) },
+                    "from": {"id": 42, "is_bot": true, "first_name": "ferrobot"},
+                    "text": body["text"],
+                }))
+            }
+            "getwebhookinfo" => {
+                ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}))
+            }
+            _ => ok(json!(true)),
+        }
+    }
+}
+
+fn ok(result: Value) -> ResponseTemplate {
+    let body = serde_json::Map::from_iter([
+        ("ok".to_owned(), json!(true)),
+        ("result".to_owned(), result),
+    ]);
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+impl FakeBotApi {
+    pub(crate) async fn start() -> (Self, MockServer) {
+        let server = MockServer::start().await;
+        (Self::serve(&server).await, server)
+    }
+
+    /// The fake Bot API on `server`.
+    pub(crate) async fn serve(server: &MockServer) -> Self {
+        let fake = Self::default();
+        Mock::given(path_regex(r"^/bot[^/]+/\w+$"))
+            .respond_with(fake.clone())
+            .mount(server)
+            .await;
+        fake
+    }
+
+    pub(crate) fn push(&self, mut update: Value) {
+        let mut state = self.0.lock().unwrap();
+        state.next_update += 1;
+        update["update_id"] = json!(state.next_update);
+        state.updates.push_back(update);
+    }
+
+    pub(crate) fn text(&self, user: u64, chat: i64, text: &str) {
+        self.push(json!({"message": {
+            "message_id": 1000, "date": 1700000000, "text": text,
+            "from": {"id": user, "is_bot": false, "first_name": "Ann"},
+            "chat": {"id": chat, "type": "private", "first_name": "Ann"},
+        }}));
+    }
+
+    /// A message in topic `topic` of the forum supergroup `chat`.
+    pub(crate) fn topic_text(&self, user: u64, chat: i64, topic: i32, text: &str) {
+        self.push(json!({"message": {
+            "message_id": 1000, "date": 1700000000, "text": text,
+            "message_thread_id": topic, "is_topic_message": true,
+            "from": {"id": user, "is_bot": false, "first_name": "Ann"},
+            "chat": {"id": chat, "type": "supergroup", "title": "Ops", "is_forum": true},
+        }}));
+    }
+
+    /// A press of a button on the bot's message in `chat`.
+    pub(crate) fn press(&self, user: u64, chat: i64, data: &str) {
+        self.press_on(
+            user,
+            &json!({"id": chat, "type": "private", "first_name": "Ann"}),
+            None,
+            data,
+        );
+    }
+
+    /// A press of a button on the bot's message in `chat`, in `topic`.
+    pub(crate) fn press_on(&self, user: u64, chat: &Value, topic: Option<i32>, data: &str) {
+        let mut message = json!({
+            "message_id": 1, "date": 1700000000, "text": "Reboot this machine?", "chat": chat,
+            "from": {"id": 42, "is_bot": true, "first_name": "ferrobot"},
+        });
+        if let Some(topic) = topic {
+            message["message_thread_id"] = json!(topic);
+            message["is_topic_message"] = json!(true);
+        }
+        self.push(json!({"callback_query": {
+            "id": format!("press-{user}-{data}"), "chat_instance": "1", "data": data,
+            "from": {"id": user, "is_bot": false, "first_name": "Someone"},
+            "message": message,
+        }}));
+    }
+
+    pub(crate) fn fail(&self, method: &str, markdown_only: bool, status: u16, body: Value) {
+        self.0
+            .lock()
+            .unwrap()
+            .failures
+            .push((method.to_lowercase(), markdown_only, status, body));
+    }
+
+    /// The successful calls of `method`.
+    pub(crate) fn calls(&self, method: &str) -> Vec<Value> {
+        self.attempts(method)
+            .into_iter()
+            .filter(|(_, ok)| *ok)
+            .map(|(body, _)| body)
+            .collect()
+    }
+
+    /// Every call of `method`, and whether it succeeded.
+    fn attempts(&self, method: &str) -> Vec<(Value, bool)> {
+        let method = method.to_lowercase();
+        self.0
+            .lock()
+            .unwrap()
+            .calls
+            .iter()
+            .filter(|(m, ..)| *m == method)
+            .map(|(_, body, ok)| (body.clone(), *ok))
+            .collect()
+    }
+
+    /// How many calls were made so far, to look only at later ones.
+    pub(crate) fn mark(&self) -> usize {
+        self.0.lock().unwrap().calls.len()
+    }
+
+    /// Finished replies (whole sends and last edits of a streamed draft,
+    /// both in MarkdownV2) among the calls after the first `after`: where a
+    /// reply lands depends on whether a draft was shown before the model
+    /// finished, which is a matter of timing.
+    pub(crate) fn replies(&self, after: usize) -> Vec<(Value, bool)> {
+        self.0.lock().unwrap().calls[after..]
+            .iter()
+            .filter(|(m, body, _)| {
+                matches!(m.as_str(), "sendmessage" | "editmessagetext")
+                    && body["parse_mode"] == "MarkdownV2"
+            })
+            .map(|(_, body, ok)| (body.clone(), *ok))
+            .collect()
+    }
+
+    /// Waits for a finished reply after the first `after` calls that
+    /// satisfies `wanted`, up to 30 s (a binary may start cold on a loaded
+    /// machine).
+    pub(crate) async fn wait_for_reply(
+        &self,
+        after: usize,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Value {
+        self.wait_until("a matching reply", || {
+            self.replies(after)
+                .into_iter()
+                .find(|(c, ok)| *ok && wanted(c))
+                .map(|(call, _)| call)
+        })
+        .await
+    }
+
+    /// Waits until a `method` call satisfies `wanted`, up to 30 s (a binary
+    /// may start cold on a loaded machine).
+    pub(crate) async fn wait_for(&self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        self.wait_until(&format!("a matching {method} call"), || {
+            self.calls(method).into_iter().find(|c| wanted(c))
+        })
+        .await
+    }
+
+    /// Checks `found` every 20 ms, up to 30 s, until it finds something;
+    /// then panics naming `what` and showing every call.
+    pub(crate) async fn wait_until<T>(&self, what: &str, found: impl Fn() -> Option<T>) -> T {
+        if let Some(thing) = eventually(found).await {
+            return thing;
+        }
+        let state = self.0.lock().unwrap();
+        panic!("no {what}; calls: {:#?}", state.calls);
+    }
+}
+
+fn settings(server: &MockServer, allowed: &[u64]) -> ferrobot_app::TelegramConfig {
+    let mut settings = Config::load(&ConfigSource::defaults_only())
+        .unwrap()
+        .config
+        .telegram;
+    settings.api_url = server.uri();
+    settings.allowed_user_ids = allowed.to_vec();
+    settings.edit_interval_ms = 40;
+    settings.confirm_timeout_secs = 5;
+    settings
+}
+
+/// Serves `agent` (built around the channel) in the background.
+pub(crate) fn start(
+    server: &MockServer,
+    allowed: &[u64],
+    build: impl FnOnce(Arc<dyn Channel>) -> Agent,
+) -> tokio::task::JoinHandle<()> {
+    start_with(server, allowed, |_| {}, build)
+}
+
+/// [`start`], with the settings changed by `adjust` first.
+pub(crate) fn start_with(
+    server: &MockServer,
+    allowed: &[u64],
+    adjust: impl FnOnce(&mut ferrobot_app::TelegramConfig),
+    build: impl FnOnce(Arc<dyn Channel>) -> Agent,
+) -> tokio::task::JoinHandle<()> {
+    let mut settings = settings(server, allowed);
+    adjust(&mut settings);
+    let telegram = Telegram::new(&settings, TOKEN).unwrap();
+    let channel: Arc<dyn Channel> = Arc::new(telegram);
+    let agent = build(Arc::clone(&channel));
+    tokio::spawn(async move {
+        serve(agent, channel).await.unwrap();
+    })
+}
