@@ -5,8 +5,10 @@
 //! they happen. Both follow the life of one turn:
 //!
 //! 1. Text starting with `/` is a slash command: `/name key=value …` runs that
-//!    tool directly (the model is never called, nothing enters history);
-//!    `/help` lists the tools; `/undo` takes back the last turn.
+//!    tool directly (the model is never called, nothing enters history).
+//!    The built-ins ([`Builtin`]) win over a tool of the same name: `/help`
+//!    lists the commands, `/undo` takes back the last turn, `/new` belongs
+//!    to the front end.
 //! 2. The conversation's turn lock is taken; other conversations never wait.
 //! 3. The user message is stored; the provider is called with the history and
 //!    the enabled tools; deltas are forwarded as events.

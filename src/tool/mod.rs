@@ -5,7 +5,8 @@
 //! [`ToolContext`]. [`from_fn`] makes one from a closure over a typed
 //! arguments struct; [`IntoTool`] is what `Agent::builder().tool(…)` accepts.
 //! The agent keeps its tools in a [`ToolRegistry`], which also knows which are
-//! enabled.
+//! enabled. [`schema`] turns a tool's schema into the forms the dialects
+//! accept (plain, `OpenAI` strict, Gemini).
 //!
 //! A tool never fails the turn: what it returns, its error, a panic or a
 //! time-out all become a [`ToolResult`](crate::ToolResult) the model reads.

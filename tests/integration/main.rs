@@ -39,6 +39,9 @@ mod ollama;
 // request bodies sent (insta snapshots), health.
 #[cfg(feature = "openai")]
 mod openai;
+// A tool round against the real llama.cpp server of ../shared/realserver.
+#[cfg(feature = "openai")]
+mod realserver;
 // `SqliteHistory` against real files: restart, search, migration, refusals.
 #[cfg(feature = "sqlite")]
 mod sqlite;

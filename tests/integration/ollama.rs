@@ -41,11 +41,11 @@ async fn past_the_round_cap_no_tools_are_sent() {
 async fn a_server_that_stops_sending_times_out_after_what_it_sent() {
     use ferrobot::provider::{Provider, ProviderError, StreamEvent};
     use futures_util::StreamExt;
-    let addr = crate::support::serve_then_stall(
+    let server = crate::support::serve_then_stall(
         "{\"message\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"done\":false}\n",
     )
     .await;
-    let provider = Ollama::new(format!("http://{addr}"))
+    let provider = Ollama::new(server.url())
         .model("m")
         .retry(RetryPolicy::none())
         .timeouts(

@@ -528,11 +528,11 @@ async fn history_with_every_part_converts_to_the_wire_format() {
 
 #[tokio::test]
 async fn a_server_that_stops_sending_times_out_after_what_it_sent() {
-    let addr = crate::support::serve_then_stall(
+    let server = crate::support::serve_then_stall(
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
     )
     .await;
-    let provider = OpenAiCompatible::new(format!("http://{addr}/v1"))
+    let provider = OpenAiCompatible::new(format!("{}/v1", server.url()))
         .model("m")
         .timeouts(Duration::from_secs(1), Duration::from_millis(300));
     let messages = [Message::user("x")];

@@ -6,7 +6,8 @@ use ferrobot::testing::OpenAiStream;
 use proptest::prelude::*;
 use serde_json::json;
 
-use crate::support::{events, serve_pieces};
+use crate::support::events;
+use ferrobot_testkit::fault::{FaultServer, Script};
 
 /// A stream with every shape of content: multi-byte text, think tags,
 /// reasoning, interleaved tool-call fragments, comments, CRLF line ends and
@@ -42,8 +43,9 @@ fn run(pieces: Vec<Vec<u8>>) -> Vec<StreamEvent> {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let addr = serve_pieces(pieces).await;
-        let provider = OpenAiCompatible::new(format!("http://{addr}/v1")).model("m");
+        let server =
+            FaultServer::start([Script::chunked_complete("text/event-stream", pieces)]).await;
+        let provider = OpenAiCompatible::new(format!("{}/v1", server.url())).model("m");
         events(&provider, &[Message::user("x")]).await.unwrap()
     })
 }

@@ -76,7 +76,7 @@ pub(crate) enum Command {
 pub(crate) struct ConversationArgs {
     /// Continue this conversation. By default, `cli`.
     #[arg(long, default_value = "cli")]
-    conversation: String,
+    pub(crate) conversation: String,
     /// Start a fresh conversation.
     #[arg(long)]
     new: bool,
@@ -110,11 +110,17 @@ pub(crate) enum HistoryAction {
 
 pub(crate) fn conversation_id(args: &ConversationArgs) -> String {
     if args.new {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        format!("{}-{now}", args.conversation)
+        fresh_conversation(&args.conversation)
     } else {
         args.conversation.clone()
     }
+}
+
+/// A new conversation named after `name`: `NAME-MILLISECONDS` (`--new`, or
+/// `/new` in the chat).
+pub(crate) fn fresh_conversation(name: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("{name}-{now}")
 }

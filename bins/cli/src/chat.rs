@@ -4,11 +4,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use ferrobot::agent::Builtin;
 use ferrobot::confirm::ConfirmRequest;
 use ferrobot::provider::Provider;
 use ferrobot_app::{LoadedConfig, ToolState, TurnTrace};
 
 use crate::agent_with;
+use crate::args::{ConversationArgs, conversation_id, fresh_conversation};
 use crate::logs::data_dir;
 use crate::turn::print_events;
 
@@ -56,9 +58,13 @@ impl Input {
 }
 
 /// The chat: a line editor with persistent input history (it also reads
-/// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits;
-/// tools that ask get a y/N question.
-pub(crate) async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::Result<ExitCode> {
+/// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits,
+/// `/new` starts a fresh conversation; tools that ask get a y/N question.
+pub(crate) async fn chat(
+    loaded: &LoadedConfig,
+    args: &ConversationArgs,
+) -> anyhow::Result<ExitCode> {
+    let mut conversation = conversation_id(args);
     let input = Input::start(data_dir(loaded).join("input_history.txt"))?;
     let asker = input.clone();
     let agent = agent_with(loaded, move |request: ConfirmRequest| {
@@ -99,7 +105,14 @@ pub(crate) async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::R
         if line.is_empty() {
             continue;
         }
-        let mut events = agent.stream(conversation, line);
+        if Builtin::parse(line) == Some(Builtin::New) {
+            conversation = fresh_conversation(&args.conversation);
+            eprintln!(
+                "Started a fresh conversation ({conversation}). The earlier one is kept in the history."
+            );
+            continue;
+        }
+        let mut events = agent.stream(&conversation, line);
         let cancel = events.cancellation();
         let interrupt = tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -109,7 +122,7 @@ pub(crate) async fn chat(loaded: &LoadedConfig, conversation: &str) -> anyhow::R
         print_events(
             loaded,
             &mut events,
-            TurnTrace::new(conversation, line),
+            TurnTrace::new(&conversation, line),
             false,
             show_reasoning,
         )

@@ -35,7 +35,7 @@ mod logs;
 mod render;
 mod turn;
 
-use crate::args::{Cli, Command, ConfigAction, conversation_id};
+use crate::args::{Cli, Command, ConfigAction};
 use crate::chat::chat;
 use crate::commands::{config_check, doctor, switch, tools};
 use crate::history::history;
@@ -72,7 +72,7 @@ async fn main() -> ExitCode {
             action: ConfigAction::Check,
         }) => Ok(config_check(&loaded)),
         Some(Command::History { action }) => history(&loaded, action).await,
-        None => chat(&loaded, &conversation_id(&cli.conversation)).await,
+        None => chat(&loaded, &cli.conversation).await,
     };
     result.unwrap_or_else(|error| {
         eprintln!("ferrobot: {error:#}");

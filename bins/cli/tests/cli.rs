@@ -473,6 +473,92 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
 }
 
 #[tokio::test]
+async fn new_in_the_chat_starts_a_fresh_conversation() {
+    use std::io::Write as _;
+    let home = Home::new("cli-chat-new");
+    let server = llm(vec![text_sse("Hello."), text_sse("Hello again.")]).await;
+    let url = format!("{}/v1", server.uri());
+    let mut child = command(&home, &[])
+        .args(["--base-url", &url, "--model", "m"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"first question\n/new\nsecond question\nexit\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("Started a fresh conversation (cli-"),
+        "{}",
+        stderr(&output)
+    );
+    let posts: Vec<serde_json::Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(posts.len(), 2, "/new never reaches the model");
+    let said = |body: &serde_json::Value| -> Vec<String> {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(said(&posts[1]), ["second question"], "a fresh conversation");
+    // Both conversations are kept.
+    let listed = ferrobot(&home, &["history", "list"]);
+    assert_eq!(stdout(&listed).lines().count(), 2, "{}", stdout(&listed));
+}
+
+/// One `ferrobot run` against the real llama.cpp server of
+/// `../shared/realserver`: its tiny model calls one of the system tools,
+/// then answers from the result.
+#[test]
+fn run_against_a_real_llama_cpp_server() {
+    let Some(server) = ferrobot_testkit::realserver::RealServer::shared() else {
+        return;
+    };
+    let home = Home::new("cli-real");
+    let output = ferrobot(
+        &home,
+        &[
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            server.model(),
+            "run",
+            "--json",
+            "how is the machine?",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let events: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(kinds.contains(&"tool_call"), "{kinds:?}");
+    assert!(kinds.contains(&"tool_result"), "{kinds:?}");
+    let done = events.iter().find(|e| e["type"] == "done").unwrap();
+    assert_eq!(
+        done["text"].as_str().unwrap().trim(),
+        "The weather is sunny."
+    );
+}
+
+#[tokio::test]
 async fn each_turn_is_traced_as_one_json_line_and_logged() {
     let home = Home::new("cli-trace");
     let server = llm(vec![text_sse("Fine.")]).await;

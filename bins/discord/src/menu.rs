@@ -1,5 +1,4 @@
-//! The slash-command menu: `/new`, `/undo`, `/help` and the tools Discord
-//! can name, registered once READY names the application and again when
+//! The slash-command menu: the built-ins and the tools Discord can name, registered once READY names the application and again when
 //! the tools change.
 
 use ferrobot::bot::{CommandSpec, OptionKind};
@@ -19,16 +18,18 @@ impl Inner {
             .await;
     }
 
-    /// Registers the slash commands: `/new`, `/undo`, `/help`, then the tools
-    /// Discord can name, with typed options.
+    /// Registers the slash commands: the built-ins (`/new`, `/undo`,
+    /// `/help`, which `serve` puts first), then the tools Discord can name,
+    /// with typed options.
     async fn send_menu(&self, application: Id<ApplicationMarker>, specs: Vec<CommandSpec>) {
-        let mut names = vec!["new".to_owned(), "undo".to_owned(), "help".to_owned()];
-        let mut menu = vec![
-            json!({"type": 1, "name": "new", "description": "Start a fresh conversation"}),
-            json!({"type": 1, "name": "undo", "description": "Take back your last message and its answer"}),
-            json!({"type": 1, "name": "help", "description": "List the commands"}),
-        ];
+        let mut names: Vec<String> = Vec::new();
+        let mut menu: Vec<Value> = Vec::new();
         for spec in &specs {
+            if spec.builtin.is_some() {
+                names.push(spec.name.clone());
+                menu.push(json!({"type": 1, "name": spec.name, "description": spec.description}));
+                continue;
+            }
             // A tool takes its arguments by their own names, so a name
             // Discord can't carry leaves the tool out of the picker (it
             // still works typed as `/name key=value`).

@@ -1,5 +1,5 @@
-//! The `/` command menu: `/new`, `/undo`, `/help` and the tools Telegram
-//! can name, set once the token is checked and again when the tools change.
+//! The `/` command menu: the built-ins and the tools Telegram can name, set
+//! once the token is checked and again when the tools change.
 
 use ferrobot::bot::CommandSpec;
 use teloxide::prelude::{Request as _, Requester};
@@ -13,13 +13,10 @@ impl Inner {
         self.menu.send(|commands| self.send_menu(commands)).await;
     }
 
-    /// Sets the `/` menu: `/new`, `/undo`, `/help`, then the tools Telegram can name.
+    /// Sets the `/` menu: the built-ins (`/new`, `/undo`, `/help`, which
+    /// `serve` puts first), then the tools Telegram can name.
     async fn send_menu(&self, commands: Vec<CommandSpec>) {
-        let mut menu = vec![
-            BotCommand::new("new", "Start a fresh conversation"),
-            BotCommand::new("undo", "Take back your last message and its answer"),
-            BotCommand::new("help", "List the commands"),
-        ];
+        let mut menu: Vec<BotCommand> = Vec::new();
         for spec in commands {
             let valid = (1..=32).contains(&spec.name.len())
                 && spec

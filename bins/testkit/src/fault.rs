@@ -54,11 +54,15 @@ impl Script {
         Self::raw(bytes)
     }
 
-    /// A `200` response whose body goes out in chunked transfer encoding,
-    /// one HTTP chunk per piece, each its own write with a short pause
-    /// after: the client reads (at least) these boundaries. Ends with the
-    /// last chunk, unless a fault is added after with [`then`](Self::then).
-    pub fn chunked<P: AsRef<[u8]>>(content_type: &str, pieces: impl IntoIterator<Item = P>) -> Self {
+    /// The head of a `200` response whose body goes out in chunked transfer
+    /// encoding, then one HTTP chunk per piece, each its own write: over
+    /// loopback the client reads (at least) these boundaries. The body stays
+    /// open: [`chunked_complete`](Self::chunked_complete) ends it, or add a
+    /// fault with [`then`](Self::then).
+    pub fn chunked<P: AsRef<[u8]>>(
+        content_type: &str,
+        pieces: impl IntoIterator<Item = P>,
+    ) -> Self {
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
         );
@@ -72,7 +76,6 @@ impl Script {
             frame.extend_from_slice(piece);
             frame.extend_from_slice(b"\r\n");
             steps.push(Step::Send(frame));
-            steps.push(Step::Pause(Duration::from_millis(1)));
         }
         Self(steps)
     }
@@ -86,8 +89,8 @@ impl Script {
     }
 
     /// This script's bytes re-cut at the given offsets (counted over all
-    /// the bytes it sends), each piece a write of its own with a short
-    /// pause after. Offsets past the end are ignored.
+    /// the bytes it sends), each piece a write of its own, its faults kept
+    /// at the end. Offsets past the end are ignored.
     #[must_use]
     pub fn split_at(self, offsets: &[usize]) -> Self {
         let bytes: Vec<u8> = self
@@ -111,12 +114,25 @@ impl Script {
         let mut start = 0;
         for end in cuts.into_iter().chain([bytes.len()]) {
             steps.push(Step::Send(bytes[start..end].to_vec()));
-            steps.push(Step::Pause(Duration::from_millis(1)));
             start = end;
         }
-        steps.pop();
         let faults = self.0.into_iter().filter(|s| !matches!(s, Step::Send(_)));
         Self(steps.into_iter().chain(faults).collect())
+    }
+
+    /// This script with `pause` after each write: each piece surely its own
+    /// read, and a client's idle timer tested between them.
+    #[must_use]
+    pub fn paced(self, pause: Duration) -> Self {
+        let mut steps = Vec::new();
+        for step in self.0 {
+            let send = matches!(step, Step::Send(_));
+            steps.push(step);
+            if send {
+                steps.push(Step::Pause(pause));
+            }
+        }
+        Self(steps)
     }
 
     /// This script, then `step`.

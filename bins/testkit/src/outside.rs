@@ -1,86 +1,95 @@
-//! Outside parts a test needs (the recorded corpus, the real model server,
-//! PostgreSQL, npm packages, a browser): missing locally, the test skips and
-//! says so loudly; missing under CI (`CI` set and not `false` or `0`), the
-//! test fails. A test that needs one can never pass by checking nothing.
+//! Parts of a test's setup that live outside this repository: the recorded
+//! traffic in `../shared/corpus`, the real model server, and later a
+//! database server, npm packages or a browser.
+//!
+//! Every test that needs one follows one rule when it is missing. Under CI
+//! (the `CI` environment variable set, and not empty, `false` or `0`) the
+//! test fails, naming what is missing: a suite that passes by skipping
+//! proves nothing. Elsewhere the test skips loudly: it prints a line starting
+//! with `SKIPPED:` that names the test and the part, and returns without
+//! checking anything, so a checkout without the part still runs the rest.
 
 use std::path::{Path, PathBuf};
-
-/// Whether this run is CI's: `CI` is set, and not to `false`, `0` or nothing.
-pub fn under_ci() -> bool {
-    ci_says(std::env::var("CI").ok().as_deref())
-}
-
-fn ci_says(value: Option<&str>) -> bool {
-    value.is_some_and(|v| !matches!(v.trim(), "" | "0" | "false" | "FALSE" | "False"))
-}
-
-/// What to do about a missing outside part.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Missing {
-    /// Locally: skip, with this line on stderr.
-    Skip(String),
-    /// Under CI: fail with this message.
-    Fail(String),
-}
-
-/// The decision for a missing `what` (a sentence naming the part and where
-/// it was looked for), given whether this is CI.
-pub fn decide(what: &str, ci: bool) -> Missing {
-    if ci {
-        Missing::Fail(format!(
-            "{what} is missing, and CI must run every test: install or start it in .ci/run"
-        ))
-    } else {
-        Missing::Skip(format!(
-            "SKIPPED: {what} is missing; this test did not run (under CI=true it fails)"
-        ))
-    }
-}
-
-/// Handles a missing outside part: prints the skip and returns, or panics
-/// under CI.
-///
-/// # Panics
-/// Under CI, always: that is the point.
-pub fn missing(what: &str) {
-    match decide(what, under_ci()) {
-        Missing::Skip(line) => eprintln!("{line}"),
-        Missing::Fail(message) => panic!("{message}"),
-    }
-}
-
-/// `path` if it exists; otherwise [`missing`] (a loud skip locally, a
-/// failure under CI) and `None`.
-///
-/// # Examples
-/// ```
-/// let here = ferrobot_testkit::outside::required_path(std::path::Path::new("."), "the checkout");
-/// assert!(here.is_some());
-/// ```
-///
-/// # Panics
-/// Under CI when `path` does not exist.
-pub fn required_path(path: &Path, what: &str) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path.to_owned());
-    }
-    missing(&format!("{what} ({})", path.display()));
-    None
-}
 
 /// `../shared` beside the checkout: the recorded corpus and the real server.
 pub fn shared_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
 }
 
-/// A recorded-traffic category of `../shared/corpus`, or `None` after a
-/// loud skip (a failure under CI) when it isn't there.
+/// A category of the recorded traffic in `../shared/corpus`, or `None` after
+/// a loud skip when it is missing outside CI.
+///
+/// # Panics
+/// Under CI, when it is missing.
 pub fn corpus(category: &str) -> Option<PathBuf> {
-    required_path(
-        &shared_dir().join("corpus").join(category),
-        &format!("the recorded traffic `{category}`"),
+    required(
+        shared_dir().join("corpus").join(category),
+        "the recorded traffic corpus",
     )
+}
+
+/// `path` if it exists; else the rule above: `None` after a loud skip, or a
+/// panic under CI. `what` names the part in messages.
+///
+/// # Examples
+/// ```
+/// let here = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+/// assert_eq!(ferrobot_testkit::outside::required(here.clone(), "this checkout"), Some(here));
+/// ```
+///
+/// # Panics
+/// Under CI, when `path` does not exist.
+pub fn required(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    missing(&format!("{what} is missing at {}", path.display()));
+    None
+}
+
+/// Applies the rule to a part found missing, described by `why` ("the real
+/// model server did not start: …"): prints the skip, or panics under CI.
+///
+/// # Panics
+/// Under CI, always.
+pub fn missing(why: &str) {
+    // libtest runs each test on a thread named after it.
+    let thread = std::thread::current();
+    let test = thread.name().filter(|n| *n != "main").unwrap_or("a test");
+    match decide(why, test, std::env::var("CI").ok().as_deref()) {
+        Missing::Fail(message) => panic!("{message}"),
+        Missing::Skip(message) => eprintln!("{message}"),
+    }
+}
+
+/// What a test does when an outside part is missing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// Under CI: it fails with this message.
+    Fail(String),
+    /// Elsewhere: it prints this line and returns.
+    Skip(String),
+}
+
+/// The rule's decision for a missing part, given the value of the `CI`
+/// variable, so that both ways can be tested on any machine.
+pub fn decide(why: &str, test: &str, ci: Option<&str>) -> Missing {
+    match ci.filter(|v| is_ci(v)) {
+        Some(ci) => Missing::Fail(format!("{why}, and it is required under CI (CI={ci})")),
+        None => Missing::Skip(format!("SKIPPED: {test}: {why}")),
+    }
+}
+
+/// Whether a value of the `CI` variable means the tests run under CI: any
+/// value but empty, `false` or `0`.
+pub fn is_ci(value: &str) -> bool {
+    let value = value.trim();
+    !(value.is_empty() || value.eq_ignore_ascii_case("false") || value == "0")
+}
+
+/// Whether this process runs under CI.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| is_ci(&v))
 }
 
 #[cfg(test)]
@@ -88,19 +97,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ci_is_any_value_but_false_zero_or_empty() {
-        assert!(ci_says(Some("true")));
-        assert!(ci_says(Some("1")));
-        assert!(!ci_says(Some("false")));
-        assert!(!ci_says(Some("0")));
-        assert!(!ci_says(Some("")));
-        assert!(!ci_says(None));
+    fn ci_is_any_value_but_empty_false_or_zero() {
+        for value in ["true", "1", "TRUE", "yes"] {
+            assert!(is_ci(value), "{value:?}");
+        }
+        for value in ["", " ", "false", "False", "0"] {
+            assert!(!is_ci(value), "{value:?}");
+        }
     }
 
     #[test]
-    fn missing_parts_skip_locally_and_fail_under_ci() {
-        let what = "the recorded traffic `x` (/nowhere)";
-        assert!(matches!(decide(what, false), Missing::Skip(line) if line.starts_with("SKIPPED: ") && line.contains("/nowhere")));
-        assert!(matches!(decide(what, true), Missing::Fail(m) if m.contains("/nowhere") && m.contains(".ci/run")));
+    fn a_missing_outside_part_fails_under_ci_and_skips_loudly_elsewhere() {
+        let why = "the recorded traffic corpus is missing at /nonexistent/corpus/01";
+        assert_eq!(
+            decide(why, "replay", Some("true")),
+            Missing::Fail(
+                "the recorded traffic corpus is missing at /nonexistent/corpus/01, \
+                 and it is required under CI (CI=true)"
+                    .to_owned()
+            )
+        );
+        assert!(matches!(decide(why, "replay", Some("1")), Missing::Fail(_)));
+        for ci in [None, Some(""), Some("false"), Some("0")] {
+            assert_eq!(
+                decide(why, "replay", ci),
+                Missing::Skip(
+                    "SKIPPED: replay: the recorded traffic corpus is missing at \
+                     /nonexistent/corpus/01"
+                        .to_owned()
+                ),
+                "CI={ci:?}"
+            );
+        }
+    }
+
+    /// The decision above, wired to this process's own `CI` variable, on a
+    /// corpus category that does not exist: run with and without `CI=true`
+    /// to see both ways.
+    #[test]
+    fn a_missing_corpus_follows_this_process_ci_variable() {
+        let found = std::panic::catch_unwind(|| corpus("no_such_category"));
+        if under_ci() {
+            assert!(found.is_err(), "under CI a missing part fails the test");
+        } else {
+            assert_eq!(found.ok(), Some(None), "elsewhere it is skipped");
+        }
     }
 }

@@ -64,18 +64,25 @@ impl RealServer {
 fn start() -> Result<RealServer, String> {
     let serve = outside::shared_dir().join("realserver/serve");
     if !serve.is_file() {
-        return Err(format!("the real model server ({})", serve.display()));
+        return Err(format!(
+            "the real model server is missing at {}",
+            serve.display()
+        ));
     }
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
-        .map_err(|e| format!("a free loopback port for the real server ({e})"))?
+        .map_err(|e| format!("the real model server found no free loopback port ({e})"))?
         .port();
     let log = std::env::temp_dir().join(format!("ferrobot-realserver-{port}.log"));
-    let output = std::fs::File::create(&log)
-        .map_err(|e| format!("the real server's log file {} ({e})", log.display()))?;
+    let output = std::fs::File::create(&log).map_err(|e| {
+        format!(
+            "the real model server's log file {} could not be made ({e})",
+            log.display()
+        )
+    })?;
     let errors = output
         .try_clone()
-        .map_err(|e| format!("the real server's log file ({e})"))?;
+        .map_err(|e| format!("the real model server's log file could not be shared ({e})"))?;
     // The shell leads the group: it starts the server, waits while both the
     // test process and the server live, then stops the whole group.
     let watchdog = r#""$0" "$1" & server=$!
@@ -92,7 +99,12 @@ kill -TERM 0 2>/dev/null"#;
         .stdout(output)
         .stderr(errors)
         .spawn()
-        .map_err(|e| format!("the real server ({}: {e})", serve.display()))?;
+        .map_err(|e| {
+            format!(
+                "the real model server ({}) could not be started: {e}",
+                serve.display()
+            )
+        })?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let started = Instant::now();
     while started.elapsed() < READY_WITHIN {
@@ -112,7 +124,7 @@ kill -TERM 0 2>/dev/null"#;
         .collect::<Vec<_>>()
         .join("\n");
     Err(format!(
-        "a ready real server within {} s (its log, {}, ends:\n{tail})",
+        "the real model server was not ready within {} s (its log, {}, ends:\n{tail})",
         READY_WITHIN.as_secs(),
         log.display()
     ))

@@ -1,0 +1,53 @@
+//! A turn against a real llama.cpp server (`../shared/realserver`), which
+//! nobody here wrote: its tiny model calls the offered tool once, then
+//! answers " The weather is sunny." once the result is in.
+
+use ferrobot::agent::ToolOutcome;
+use ferrobot::provider::{OpenAiCompatible, Provider};
+use ferrobot::{Agent, Role};
+use ferrobot_testkit::realserver::RealServer;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Place {
+    /// The city.
+    city: String,
+}
+
+#[tokio::test]
+async fn a_tool_round_against_a_real_llama_cpp_server() {
+    let Some(server) = RealServer::shared() else {
+        return;
+    };
+    let provider = OpenAiCompatible::new(server.base_url())
+        .model(server.model())
+        .temperature(0.0);
+    assert!(
+        provider.health().await.is_ok(),
+        "{:?}",
+        provider.health().await
+    );
+    let weather = ferrobot::tool::from_fn(
+        "get_weather",
+        "The weather in a city.",
+        |place: Place, _| async move { format!("Sunny in {}.", place.city) },
+    );
+    let agent = Agent::builder().provider(provider).tool(weather).build();
+    let reply = agent
+        .handle("real", "What is the weather in Paris?")
+        .await
+        .unwrap();
+    assert_eq!(reply.tool_calls.len(), 1, "{:?}", reply.tool_calls);
+    let call = &reply.tool_calls[0];
+    assert_eq!(call.call.name, "get_weather");
+    assert_eq!(call.outcome, ToolOutcome::Ok, "{}", call.content);
+    assert!(call.content.starts_with("Sunny in "), "{}", call.content);
+    assert_eq!(reply.text.trim(), "The weather is sunny.");
+    // Stored as sent: the question, the call, its result, the answer.
+    let stored = agent.history().load("real").await.unwrap();
+    let roles: Vec<Role> = stored.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant],
+        "{stored:?}"
+    );
+}
