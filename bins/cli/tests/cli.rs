@@ -27,6 +27,21 @@ fn ferrobot_with_env(home: &Home, args: &[&str], env: &[(&str, String)]) -> Outp
     command(home, env).args(args).output().unwrap()
 }
 
+/// The chat (`ferrobot` with no command) against the model at `url`, fed
+/// `input` on a pipe, run to the end.
+fn chat(home: &Home, url: &str, input: &[u8]) -> Output {
+    use std::io::Write as _;
+    let mut child = command(home, &[])
+        .args(["--base-url", url, "--model", "m"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -414,7 +429,6 @@ async fn command_tools_from_the_tools_file_are_offered_and_ask_before_running() 
 
 #[tokio::test]
 async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
-    use std::io::Write as _;
     let home = Home::new("cli-chat");
     std::fs::write(
         home.path().join("ferrobot.toml"),
@@ -428,21 +442,8 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
     .unwrap();
     let server = tool_round_server("say", serde_json::json!({"text": "hi"}), "Done saying.").await;
     let url = format!("{}/v1", server.uri());
-    let mut child = command(&home, &[])
-        .args(["--base-url", &url, "--model", "m"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // The question, the answer to the confirmation, then quit.
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"say hi please\ny\nexit\n")
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = chat(&home, &url, b"say hi please\ny\nexit\n");
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stdout(&output).contains("Done saying."),
@@ -474,24 +475,14 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
 
 #[tokio::test]
 async fn new_in_the_chat_starts_a_fresh_conversation() {
-    use std::io::Write as _;
     let home = Home::new("cli-chat-new");
     let server = llm(vec![text_sse("Hello."), text_sse("Hello again.")]).await;
     let url = format!("{}/v1", server.uri());
-    let mut child = command(&home, &[])
-        .args(["--base-url", &url, "--model", "m"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"first question\n/new\nsecond question\nexit\n")
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = chat(
+        &home,
+        &url,
+        b"first question\n/new\nsecond question\nexit\n",
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("Started a fresh conversation (cli-"),

@@ -1,7 +1,6 @@
 //! The dialects `llm.provider` may name, and the provider `[llm]` describes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ferrobot::provider::Provider;
 use serde::{Deserialize, Serialize};
@@ -131,10 +130,12 @@ impl LoadedConfig {
             lacking => Err(lacking.not_built()),
         }
     }
+}
 
-    /// `provider` with what `[llm]` says of every dialect: the model, the
-    /// time-outs, the temperature and the key.
-    #[cfg_attr(
+/// Building a dialect's client from `[llm]`; unused in a build without any
+/// dialect.
+mod configure {
+    #![cfg_attr(
         not(any(
             feature = "openai",
             feature = "ollama",
@@ -144,96 +145,98 @@ impl LoadedConfig {
         )),
         allow(dead_code)
     )]
-    fn configured<P: Configure>(&self, provider: P) -> Arc<dyn Provider> {
-        let llm = &self.config.llm;
-        let mut provider = provider.model(&llm.model).timeouts(
-            Duration::from_secs(llm.connect_timeout_secs),
-            Duration::from_secs(llm.read_timeout_secs),
-        );
-        if let Some(temperature) = llm.temperature {
-            provider = provider.temperature(temperature);
-        }
-        if let Some(key) = self.api_key() {
-            provider = provider.api_key(key);
-        }
-        Arc::new(provider)
-    }
 
-    /// `llm.api_key`, else the value of the variable `llm.api_key_env` names.
-    fn api_key(&self) -> Option<String> {
-        let llm = &self.config.llm;
-        match (&llm.api_key, &llm.api_key_env) {
-            (Some(key), _) => Some(key.expose().to_owned()),
-            (None, Some(variable)) => std::env::var(variable).ok(),
-            (None, None) => None,
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use ferrobot::provider::Provider;
+
+    use crate::LoadedConfig;
+
+    impl LoadedConfig {
+        /// `provider` with what `[llm]` says of every dialect: the model, the
+        /// time-outs, the temperature and the key.
+        pub(super) fn configured<P: Configure>(&self, provider: P) -> Arc<dyn Provider> {
+            let llm = &self.config.llm;
+            let mut provider = provider.model(&llm.model).timeouts(
+                Duration::from_secs(llm.connect_timeout_secs),
+                Duration::from_secs(llm.read_timeout_secs),
+            );
+            if let Some(temperature) = llm.temperature {
+                provider = provider.temperature(temperature);
+            }
+            if let Some(key) = self.api_key() {
+                provider = provider.api_key(key);
+            }
+            Arc::new(provider)
         }
-    }
-}
 
-/// The settings `[llm]` gives every dialect, whatever its builder calls
-/// them.
-#[cfg_attr(
-    not(any(
-        feature = "openai",
-        feature = "ollama",
-        feature = "anthropic",
-        feature = "gemini",
-        feature = "responses"
-    )),
-    allow(dead_code)
-)]
-trait Configure: Provider + Sized + 'static {
-    fn model(self, model: &str) -> Self;
-    fn timeouts(self, connect: Duration, read: Duration) -> Self;
-    fn temperature(self, temperature: f32) -> Self;
-    fn api_key(self, key: String) -> Self;
-}
-
-/// `Configure` through the builder's own methods of the same names.
-macro_rules! configure_by_builder {
-    ($($(#[$cfg:meta])* $provider:ty),*) => {$(
-        $(#[$cfg])*
-        impl Configure for $provider {
-            fn model(self, model: &str) -> Self {
-                <$provider>::model(self, model)
-            }
-            fn timeouts(self, connect: Duration, read: Duration) -> Self {
-                <$provider>::timeouts(self, connect, read)
-            }
-            fn temperature(self, temperature: f32) -> Self {
-                <$provider>::temperature(self, temperature)
-            }
-            fn api_key(self, key: String) -> Self {
-                <$provider>::api_key(self, key)
+        /// `llm.api_key`, else the value of the variable `llm.api_key_env` names.
+        fn api_key(&self) -> Option<String> {
+            let llm = &self.config.llm;
+            match (&llm.api_key, &llm.api_key_env) {
+                (Some(key), _) => Some(key.expose().to_owned()),
+                (None, Some(variable)) => std::env::var(variable).ok(),
+                (None, None) => None,
             }
         }
-    )*};
-}
+    }
 
-configure_by_builder!(
-    #[cfg(feature = "openai")]
-    ferrobot::provider::OpenAiCompatible,
-    #[cfg(feature = "anthropic")]
-    ferrobot::provider::Anthropic,
-    #[cfg(feature = "gemini")]
-    ferrobot::provider::Gemini,
-    #[cfg(feature = "responses")]
-    ferrobot::provider::OpenAiResponses
-);
+    /// The settings `[llm]` gives every dialect, whatever its builder calls
+    /// them.
+    pub(super) trait Configure: Provider + Sized + 'static {
+        fn model(self, model: &str) -> Self;
+        fn timeouts(self, connect: Duration, read: Duration) -> Self;
+        fn temperature(self, temperature: f32) -> Self;
+        fn api_key(self, key: String) -> Self;
+    }
 
-/// Ollama takes the temperature as a model option, and no key.
-#[cfg(feature = "ollama")]
-impl Configure for ferrobot::provider::Ollama {
-    fn model(self, model: &str) -> Self {
-        Self::model(self, model)
+    /// `Configure` through the builder's own methods of the same names.
+    macro_rules! configure_by_builder {
+        ($($(#[$cfg:meta])* $provider:ty),*) => {$(
+            $(#[$cfg])*
+            impl Configure for $provider {
+                fn model(self, model: &str) -> Self {
+                    <$provider>::model(self, model)
+                }
+                fn timeouts(self, connect: Duration, read: Duration) -> Self {
+                    <$provider>::timeouts(self, connect, read)
+                }
+                fn temperature(self, temperature: f32) -> Self {
+                    <$provider>::temperature(self, temperature)
+                }
+                fn api_key(self, key: String) -> Self {
+                    <$provider>::api_key(self, key)
+                }
+            }
+        )*};
     }
-    fn timeouts(self, connect: Duration, read: Duration) -> Self {
-        Self::timeouts(self, connect, read)
-    }
-    fn temperature(self, temperature: f32) -> Self {
-        self.option("temperature", serde_json::json!(temperature))
-    }
-    fn api_key(self, _: String) -> Self {
-        self
+
+    configure_by_builder!(
+        #[cfg(feature = "openai")]
+        ferrobot::provider::OpenAiCompatible,
+        #[cfg(feature = "anthropic")]
+        ferrobot::provider::Anthropic,
+        #[cfg(feature = "gemini")]
+        ferrobot::provider::Gemini,
+        #[cfg(feature = "responses")]
+        ferrobot::provider::OpenAiResponses
+    );
+
+    /// Ollama takes the temperature as a model option, and no key.
+    #[cfg(feature = "ollama")]
+    impl Configure for ferrobot::provider::Ollama {
+        fn model(self, model: &str) -> Self {
+            Self::model(self, model)
+        }
+        fn timeouts(self, connect: Duration, read: Duration) -> Self {
+            Self::timeouts(self, connect, read)
+        }
+        fn temperature(self, temperature: f32) -> Self {
+            self.option("temperature", serde_json::json!(temperature))
+        }
+        fn api_key(self, _: String) -> Self {
+            self
+        }
     }
 }
