@@ -1,5 +1,5 @@
 //! The configuration the CLI and the bots read: its schema here, loading
-//! and checking in [`load`], the provider `[llm]` describes in [`dialect`].
+//! and checking in `load`, the provider `[llm]` describes in `dialect`.
 
 mod dialect;
 mod load;
