@@ -162,8 +162,12 @@ async fn bad_arguments_go_back_to_the_model() -> ferrobot::Result<()> {
         .then(MockTurn::new().text("5"));
     let agent = Agent::builder().provider(mock).tool(add()).build();
     let reply = agent.handle("dave", "2 + 3").await?;
-    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Failed);
-    assert!(reply.tool_calls[0].content.contains("invalid arguments"));
+    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::InvalidArguments);
+    assert!(
+        reply.tool_calls[0]
+            .content
+            .starts_with("Invalid arguments for `add`:")
+    );
     assert_eq!(reply.tool_calls[1].outcome, ToolOutcome::Ok);
     println!(
         "ok: bad arguments were reported to the model ({:?}) and its retry succeeded",

@@ -7,7 +7,6 @@
 )]
 
 use std::cell::Cell;
-use std::fmt::Write as _;
 
 pub use futures_util::future::BoxFuture;
 pub use schemars;
@@ -82,33 +81,28 @@ pub fn parse_arguments<T: serde::de::DeserializeOwned>(
         Ok(args) => return Ok(args),
         Err(e) => e,
     };
-    let mut problems = String::new();
+    let mut problems = Vec::new();
     if !arguments.is_object() {
-        let _ = write!(
-            problems,
-            "\n- the arguments must be a JSON object, not `{arguments}`"
-        );
+        problems.push(format!(
+            "the arguments must be a JSON object, not `{arguments}`"
+        ));
     } else {
         for field in fields {
             match arguments.get(field.name) {
                 None | Some(Value::Null) if field.optional => {}
-                None => {
-                    let _ = write!(problems, "\n- `{}` is missing", field.name);
-                }
+                None => problems.push(format!("`{}` is missing", field.name)),
                 Some(value) => {
                     if let Err(why) = (field.check)(value) {
-                        let _ = write!(problems, "\n- `{}`: {why}", field.name);
+                        problems.push(format!("`{}`: {why}", field.name));
                     }
                 }
             }
         }
     }
     if problems.is_empty() {
-        let _ = write!(problems, "\n- {whole}");
+        problems.push(whole.to_string());
     }
-    Err(ToolError::invalid_arguments(format!(
-        "Invalid arguments for `{tool}`:{problems}\nCall `{tool}` again with arguments that match its schema."
-    )))
+    Err(ToolError::arguments_mismatch(tool, problems))
 }
 
 /// Injected parameters.

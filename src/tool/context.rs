@@ -134,8 +134,9 @@ impl ToolContext {
         }
     }
 
-    /// A context for calling a tool directly in a unit test: no state, no
-    /// notifier, never cancelled.
+    /// A context for calling a tool directly in a unit test: no state (add
+    /// it with [`with_state`](Self::with_state)), no notifier, never
+    /// cancelled.
     pub fn for_test(conversation: &str) -> Self {
         Self::new(
             conversation.into(),
@@ -144,6 +145,25 @@ impl ToolContext {
             SharedState::default(),
             None,
         )
+    }
+
+    /// This context with `value` as the shared state of type `T`, as
+    /// `Agent::builder().state(value)` gives it, so a tool that reads state
+    /// can be tested alone. One value per type: a second replaces the first.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::ToolContext;
+    /// struct Thermostat(u32);
+    /// let ctx = ToolContext::for_test("t").with_state(Thermostat(19));
+    /// assert_eq!(ctx.state::<Thermostat>().map(|t| t.0), Some(19));
+    /// ```
+    #[must_use]
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        let mut values: HashMap<TypeId, Arc<dyn Any + Send + Sync>> = (*self.state.0).clone();
+        values.insert(TypeId::of::<T>(), Arc::new(value));
+        self.state = SharedState(Arc::new(values));
+        self
     }
 
     /// The conversation this call belongs to (a user or chat id).

@@ -21,7 +21,7 @@ type Handler =
 pub struct FnTool {
     spec: ToolSpec,
     handler: Arc<Handler>,
-    check: fn(&Value) -> Result<(), ToolError>,
+    check: fn(&str, &Value) -> Result<(), ToolError>,
     confirm: Option<String>,
     exclusive: bool,
     timeout: Option<Duration>,
@@ -74,29 +74,34 @@ where
     O: IntoToolOutput,
 {
     let f = Arc::new(f);
+    let name: String = name.into();
+    let tool: Arc<str> = Arc::from(name.as_str());
     let handler = move |arguments: Value,
                         ctx: ToolContext|
           -> BoxFuture<'static, Result<String, ToolError>> {
-        let parsed = parse::<A>(&arguments);
+        let parsed = parse::<A>(&tool, &arguments);
         let f = Arc::clone(&f);
         Box::pin(async move { f(parsed?, ctx).await.into_tool_output() })
     };
     FnTool {
         spec: ToolSpec::new(name, description, super::schema::for_type::<A>()),
         handler: Arc::new(handler),
-        check: |arguments| parse::<A>(arguments).map(drop),
+        check: |tool, arguments| parse::<A>(tool, arguments).map(drop),
         confirm: None,
         exclusive: false,
         timeout: None,
     }
 }
 
-/// The model's arguments as `A`, or what is wrong with them.
-fn parse<A: DeserializeOwned>(arguments: &Value) -> Result<A, ToolError> {
-    A::deserialize(arguments).map_err(|e| {
-        ToolError::invalid_arguments(format!(
-            "invalid arguments: {e}. Check the tool's schema and call it again."
-        ))
+/// The model's arguments as `A`, or what is wrong with them and where, in
+/// the wording every tool uses ([`ToolError::arguments_mismatch`]).
+fn parse<A: DeserializeOwned>(tool: &str, arguments: &Value) -> Result<A, ToolError> {
+    serde_path_to_error::deserialize(arguments).map_err(|e| {
+        let problem = match e.path().to_string() {
+            path if path == "." => e.inner().to_string(),
+            path => format!("`{path}`: {}", e.inner()),
+        };
+        ToolError::arguments_mismatch(tool, [problem])
     })
 }
 
@@ -134,7 +139,7 @@ impl Tool for FnTool {
     }
 
     fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
-        (self.check)(arguments)
+        (self.check)(&self.spec.name, arguments)
     }
 
     fn confirmation(&self, arguments: &Value) -> Option<String> {
@@ -176,10 +181,10 @@ mod tests {
             .call(json!({"n": "three"}), ToolContext::for_test("t"))
             .await
             .unwrap_err();
-        assert!(
-            bad.message()
-                .starts_with("invalid arguments: invalid type: string \"three\""),
-            "{bad}"
+        assert_eq!(
+            bad.message(),
+            "Invalid arguments for `count`:\n- `n`: invalid type: string \"three\", expected u32\n\
+             Call `count` again with arguments that match its schema."
         );
     }
 

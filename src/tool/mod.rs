@@ -189,6 +189,33 @@ impl ToolError {
         }
     }
 
+    /// The model's arguments don't fit `tool`, for each of `problems`: the one
+    /// wording every kind of tool uses (`from_fn`, `#[tool]`, command tools),
+    /// so the model always reads the same shape of answer.
+    ///
+    /// # Examples
+    /// ```
+    /// let error = ferrobot::tool::ToolError::arguments_mismatch("add", ["`a` is missing"]);
+    /// assert!(error.is_invalid_arguments());
+    /// assert_eq!(
+    ///     error.message(),
+    ///     "Invalid arguments for `add`:\n- `a` is missing\nCall `add` again with arguments that match its schema."
+    /// );
+    /// ```
+    pub fn arguments_mismatch<P: fmt::Display>(
+        tool: &str,
+        problems: impl IntoIterator<Item = P>,
+    ) -> Self {
+        let mut message = format!("Invalid arguments for `{tool}`:");
+        for problem in problems {
+            message.push_str(&format!("\n- {problem}"));
+        }
+        message.push_str(&format!(
+            "\nCall `{tool}` again with arguments that match its schema."
+        ));
+        Self::invalid_arguments(message)
+    }
+
     /// Whether the model's arguments were the problem.
     pub fn is_invalid_arguments(&self) -> bool {
         self.invalid_arguments

@@ -188,11 +188,7 @@ impl CommandTool {
         if problems.is_empty() {
             Ok(values)
         } else {
-            Err(ToolError::invalid_arguments(format!(
-                "Invalid arguments for `{}`:\n- {}\nCall it again with arguments that match its schema.",
-                self.spec.name,
-                problems.join("\n- ")
-            )))
+            Err(ToolError::arguments_mismatch(&self.spec.name, problems))
         }
     }
 

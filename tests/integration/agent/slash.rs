@@ -56,7 +56,7 @@ async fn slash_commands_run_tools_without_the_model_or_history() {
             .await
             .unwrap()
             .text
-            .contains("invalid arguments")
+            .starts_with("Invalid arguments for `add`:\n- `a`: ")
     );
     assert!(mock.requests().is_empty(), "the model was called");
     assert!(agent.history().load("a").await.unwrap().is_empty());
