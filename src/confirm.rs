@@ -116,3 +116,113 @@ where
         Box::pin(async move { answer.await.into() })
     }
 }
+
+/// A [`ConfirmHandler`] whose questions are answered from another task:
+/// the handler goes to the agent, the [`ConfirmReceiver`] to whatever asks
+/// the user (a UI task, a web request, a test). At most `capacity` questions
+/// wait to be received; more wait their turn.
+///
+/// A question dropped without an answer, or asked after the receiver is
+/// gone, is declined: nothing runs without a "yes".
+///
+/// # Panics
+/// When `capacity` is 0.
+///
+/// # Examples
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use ferrobot::testing::{MockProvider, MockTurn};
+/// use ferrobot::{Agent, agent::ToolOutcome, confirm, tool::from_fn};
+///
+/// fn agent_answered_elsewhere() -> (Agent, confirm::ConfirmReceiver) {
+///     let (handler, questions) = confirm::channel(8);
+///     let reboot = from_fn("reboot", "Reboot.", |_: serde_json::Value, _| async { "rebooting" })
+///         .confirm("Reboot this machine?");
+///     let model = MockProvider::new()
+///         .then(MockTurn::new().tool_call("reboot", serde_json::json!({})))
+///         .then(MockTurn::new().text("Done."));
+///     let agent = Agent::builder().provider(model).tool(reboot).confirm(handler).build();
+///     (agent, questions)
+/// }
+///
+/// let (agent, mut questions) = agent_answered_elsewhere();
+/// tokio::spawn(async move {
+///     while let Some(question) = questions.recv().await {
+///         assert_eq!(question.request().prompt, "Reboot this machine?");
+///         question.approve();
+///     }
+/// });
+/// let reply = agent.handle("ops", "reboot it").await.unwrap();
+/// assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Ok);
+/// # }
+/// ```
+pub fn channel(capacity: usize) -> (ConfirmSender, ConfirmReceiver) {
+    let (sender, receiver) = tokio::sync::mpsc::channel(capacity);
+    (ConfirmSender(sender), ConfirmReceiver(receiver))
+}
+
+/// The handler half of [`channel`]: give it to `Agent::builder().confirm`.
+#[derive(Debug, Clone)]
+pub struct ConfirmSender(tokio::sync::mpsc::Sender<PendingConfirm>);
+
+impl ConfirmHandler for ConfirmSender {
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        let sender = self.0.clone();
+        Box::pin(async move {
+            let (answer, decision) = tokio::sync::oneshot::channel();
+            let pending = PendingConfirm {
+                request,
+                answer: Some(answer),
+            };
+            if sender.send(pending).await.is_err() {
+                return Decision::Decline;
+            }
+            decision.await.unwrap_or(Decision::Decline)
+        })
+    }
+}
+
+/// The receiving half of [`channel`]: the questions, in the order asked.
+#[derive(Debug)]
+pub struct ConfirmReceiver(tokio::sync::mpsc::Receiver<PendingConfirm>);
+
+impl ConfirmReceiver {
+    /// The next question; `None` once every [`ConfirmSender`] (the agent
+    /// holding it) is gone.
+    pub async fn recv(&mut self) -> Option<PendingConfirm> {
+        self.0.recv().await
+    }
+}
+
+/// A question waiting for the user's answer. Dropping it unanswered
+/// declines the call.
+#[derive(Debug)]
+pub struct PendingConfirm {
+    request: ConfirmRequest,
+    answer: Option<tokio::sync::oneshot::Sender<Decision>>,
+}
+
+impl PendingConfirm {
+    /// What is asked: the tool, the prompt, the arguments, who asked.
+    pub fn request(&self) -> &ConfirmRequest {
+        &self.request
+    }
+
+    /// Answers it.
+    pub fn answer(mut self, decision: Decision) {
+        if let Some(answer) = self.answer.take() {
+            // The turn may have been cancelled meanwhile: nobody to tell.
+            let _ = answer.send(decision);
+        }
+    }
+
+    /// Runs the call.
+    pub fn approve(self) {
+        self.answer(Decision::Approve);
+    }
+
+    /// Doesn't; the model reads "Cancelled by user."
+    pub fn decline(self) {
+        self.answer(Decision::Decline);
+    }
+}

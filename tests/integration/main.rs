@@ -26,6 +26,8 @@ mod builtins;
 // The shared bot runtime: a channel joined to an agent.
 #[cfg(feature = "bot")]
 mod bot;
+// `confirm::channel`: questions answered from another task.
+mod confirm_channel;
 // Trimming long conversations: a proptest that calls stay with their results.
 mod context;
 // Replays the recorded provider traffic in ../shared/corpus through a
