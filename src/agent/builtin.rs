@@ -61,6 +61,12 @@ impl Builtin {
     /// `/name@bot` as Telegram writes it in groups.
     pub fn parse(text: &str) -> Option<Builtin> {
         let word = text.split_whitespace().next()?.strip_prefix('/')?;
-        Builtin::named(word.split_once('@').map_or(word, |(name, _)| name))
+        Builtin::named(command_name(word))
     }
+}
+
+/// A command's name without the bot's, which Telegram appends in groups:
+/// `help@my_bot` → `help`.
+pub(super) fn command_name(word: &str) -> &str {
+    word.split_once('@').map_or(word, |(name, _)| name)
 }

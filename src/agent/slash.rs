@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::builtin::command_name;
 use super::event::Reply;
 use super::{Builtin, EventSink, Inner, exec};
 use crate::message::ToolCall;
@@ -24,12 +25,11 @@ pub(super) async fn run(
     let (name, args) = command
         .split_once(char::is_whitespace)
         .unwrap_or((command, ""));
-    // Telegram appends the bot's name in groups: `/help@my_bot`.
-    let name = name.split_once('@').map_or(name, |(n, _)| n);
-    // A built-in wins over a tool of the same name.
+    let name = command_name(name);
+    // A built-in wins over a tool of the same name; a bare `/` is help too.
     match Builtin::named(name) {
-        _ if name.is_empty() => return text_reply(help(inner)),
         Some(Builtin::Help) => return text_reply(help(inner)),
+        None if name.is_empty() => return text_reply(help(inner)),
         Some(Builtin::Undo) => {
             return text_reply(super::undo::reply(inner, conversation, cancel).await);
         }

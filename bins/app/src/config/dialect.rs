@@ -11,24 +11,20 @@ use super::{ConfigError, LoadedConfig};
 /// dialect is a cargo feature of this crate (all on by default); naming one
 /// the build lacks is a [`ConfigError`] that names the feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Dialect {
     /// `openai`: any OpenAI-compatible chat-completions server (Ollama's
     /// `/v1`, vLLM, llama.cpp, OpenAI).
-    #[serde(rename = "openai")]
     OpenAi,
     /// `ollama`: Ollama's native API; a base URL ending in `/v1` is taken as
     /// the server's root.
-    #[serde(rename = "ollama")]
     Ollama,
     /// `anthropic`: Anthropic's Messages API.
-    #[serde(rename = "anthropic")]
     Anthropic,
     /// `gemini`: Google's Gemini API.
-    #[serde(rename = "gemini")]
     Gemini,
     /// `responses`: OpenAI's Responses API, at the same base URL as `openai`.
-    #[serde(rename = "responses")]
     Responses,
 }
 
@@ -43,6 +39,15 @@ impl Dialect {
     ];
 
     /// The name `llm.provider` gives it, which is also its cargo feature.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot_app::Dialect;
+    /// for dialect in Dialect::ALL {
+    ///     let named = serde_json::to_string(&dialect).unwrap();
+    ///     assert_eq!(named, format!("\"{}\"", dialect.name()));
+    /// }
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAi => "openai",

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize, Serializer};
 pub struct Secret(String);
 
 /// What a secret shows instead of itself.
-pub(crate) const REDACTED: &str = "[redacted]";
+const REDACTED: &str = "[redacted]";
 
 impl Secret {
     /// Wraps a secret.
