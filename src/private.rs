@@ -13,106 +13,47 @@ pub use schemars;
 pub use serde;
 pub use serde_json::Value;
 
-use crate::tool::{IntoToolOutput, State, ToolContext, ToolError};
+use crate::tool::{Constraints, IntoToolOutput, State, StateType, ToolContext, ToolError};
 
-/// Arguments as a model may send them for a tool without any: `""` or
-/// `null` mean `{}`.
-///
-/// Object members that are `null` are dropped, so a model writing
-/// `"depth": null` for an argument it leaves out (as `OpenAI`'s strict mode
-/// makes it do) gets the argument's default rather than a type error.
-pub fn normalize(arguments: Value) -> Value {
-    fn drop_nulls(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                map.retain(|_, v| !v.is_null());
-                map.values_mut().for_each(drop_nulls);
-            }
-            Value::Array(items) => items.iter_mut().for_each(drop_nulls),
-            _ => {}
-        }
-    }
-    let mut arguments = match arguments {
-        Value::Null => Value::Object(Default::default()),
-        Value::String(s) if s.trim().is_empty() => Value::Object(Default::default()),
-        other => other,
-    };
-    drop_nulls(&mut arguments);
-    arguments
-}
+pub use crate::tool::arguments::FieldCheck;
 
-/// How to check one argument on its own, to name each bad one.
-pub struct FieldCheck {
-    name: &'static str,
-    optional: bool,
-    check: fn(&Value) -> Result<(), String>,
-}
-
-impl FieldCheck {
-    pub fn new<T: serde::de::DeserializeOwned>(name: &'static str, optional: bool) -> Self {
-        Self {
-            name,
-            optional,
-            check: |value| {
-                serde_path_to_error::deserialize::<_, T>(value)
-                    .map(drop)
-                    .map_err(|e| {
-                        let path = e.path().to_string();
-                        let inner = e.into_inner();
-                        if path == "." {
-                            inner.to_string()
-                        } else {
-                            format!("at `{path}`: {inner}")
-                        }
-                    })
-            },
-        }
-    }
-}
-
-/// Reads the arguments struct. On failure, checks each argument on its own
-/// and tells the model every bad one: where, what was expected, what came.
+/// Everything a `#[tool]` does with the model's arguments before its
+/// function runs, in the one order every tool uses: normalized, read field
+/// by field, held to the schema's constraints, then the tool's own check.
 pub fn parse_arguments<T: serde::de::DeserializeOwned>(
     tool: &str,
-    arguments: &Value,
+    arguments: Value,
     fields: &[FieldCheck],
+    constraints: &Constraints,
 ) -> Result<T, ToolError> {
-    let whole = match T::deserialize(arguments) {
-        Ok(args) => return Ok(args),
-        Err(e) => e,
-    };
-    let mut problems = Vec::new();
-    if !arguments.is_object() {
-        problems.push(format!(
-            "the arguments must be a JSON object, not `{arguments}`"
-        ));
-    } else {
-        for field in fields {
-            match arguments.get(field.name) {
-                None | Some(Value::Null) if field.optional => {}
-                None => problems.push(format!("`{}` is missing", field.name)),
-                Some(value) => {
-                    if let Err(why) = (field.check)(value) {
-                        problems.push(format!("`{}`: {why}", field.name));
-                    }
-                }
-            }
-        }
-    }
-    if problems.is_empty() {
-        problems.push(whole.to_string());
-    }
-    Err(ToolError::arguments_mismatch(tool, problems))
+    let arguments = crate::tool::arguments::normalize(arguments);
+    let parsed = crate::tool::arguments::parse_fields(tool, &arguments, fields)?;
+    constraints.check(tool, &arguments)?;
+    Ok(parsed)
+}
+
+/// The outcome of a `#[tool(check = path)]` function, in the wording every
+/// argument problem has.
+pub fn checked<E: std::fmt::Display>(tool: &str, outcome: Result<(), E>) -> Result<(), ToolError> {
+    outcome.map_err(|problem| ToolError::arguments_mismatch(tool, [problem]))
 }
 
 /// Injected parameters.
 pub trait FromContext: Sized {
     fn from_context(ctx: &ToolContext) -> Result<Self, ToolError>;
+
+    /// The shared state the parameter reads, for the agent's check at
+    /// `build()`.
+    fn state_type() -> StateType;
 }
 
 impl<T: Send + Sync + 'static> FromContext for State<T> {
     fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
         State::from_context(ctx)
+    }
+
+    fn state_type() -> StateType {
+        StateType::of::<T>()
     }
 }
 
@@ -165,9 +106,11 @@ pub(crate) fn on_path(program: &str) -> bool {
 }
 
 /// A tool's return value on its way to text. Which conversion applies is
-/// chosen by method resolution ("autoref specialisation"): types with an
-/// [`IntoToolOutput`] impl (text, `()`, numbers, JSON values) use it; any
-/// other `Serialize` type becomes JSON.
+/// chosen by method resolution ("autoref specialisation") on `&&Out<T>`:
+/// types with an [`IntoToolOutput`] impl (text, `()`, numbers, JSON values)
+/// use it; any other `Serialize` type becomes JSON; anything else reaches
+/// [`ViaNothing`], whose bound fails with the message of [`ToolReturn`] at
+/// the tool's return type.
 pub struct Out<T>(Cell<Option<T>>);
 
 impl<T> Out<T> {
@@ -184,7 +127,7 @@ pub trait ViaIntoToolOutput {
     fn __ferrobot_output(&self) -> Result<String, ToolError>;
 }
 
-impl<T: IntoToolOutput> ViaIntoToolOutput for Out<T> {
+impl<T: IntoToolOutput> ViaIntoToolOutput for &Out<T> {
     fn __ferrobot_output(&self) -> Result<String, ToolError> {
         self.take().into_tool_output()
     }
@@ -194,8 +137,33 @@ pub trait ViaSerialize {
     fn __ferrobot_output(&self) -> Result<String, ToolError>;
 }
 
-impl<T: serde::Serialize> ViaSerialize for &Out<T> {
+impl<T: serde::Serialize> ViaSerialize for &&Out<T> {
     fn __ferrobot_output(&self) -> Result<String, ToolError> {
         serde_json::to_string(&self.take()).map_err(ToolError::from)
+    }
+}
+
+/// What a `#[tool]` function may return; implemented by nothing, so a
+/// return type that is neither [`IntoToolOutput`] nor `Serialize` gets one
+/// error that says what to do.
+#[diagnostic::on_unimplemented(
+    message = "a tool can't return `{Self}`: it is neither text nor `serde::Serialize`",
+    label = "the model reads a tool's result as text, and `{Self}` can't become text",
+    note = "return a `String`, a number, `()` or a `serde_json::Value`, or a type that implements `serde::Serialize` (e.g. `#[derive(serde::Serialize)]`; it is sent as JSON), or implement `ferrobot::tool::IntoToolOutput` for it; in a `Result`, this is the `Ok` type"
+)]
+pub trait ToolReturn {}
+
+pub trait ViaNothing<T> {
+    fn __ferrobot_output(&self) -> Result<String, ToolError>
+    where
+        T: ToolReturn;
+}
+
+impl<T> ViaNothing<T> for Out<T> {
+    fn __ferrobot_output(&self) -> Result<String, ToolError>
+    where
+        T: ToolReturn,
+    {
+        unreachable!("no type implements `ToolReturn`")
     }
 }

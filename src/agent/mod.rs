@@ -30,7 +30,6 @@ mod slash;
 mod turn;
 mod undo;
 
-use std::any::{Any, TypeId};
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -110,10 +109,16 @@ impl fmt::Debug for Agent {
 #[bon::bon]
 impl Agent {
     /// Starts building an agent; only the provider is required.
+    ///
+    /// # Panics
+    /// `build()` panics when a tool reads shared state
+    /// ([`Tool::state_types`]) the builder was not given with
+    /// [`state`](AgentBuilder::state), naming the tools, the missing types
+    /// and the types present: a mistake in the program, found at start-up.
     #[builder(finish_fn = build)]
     pub fn new(
         #[builder(field)] tools: Vec<Arc<dyn Tool>>,
-        #[builder(field)] state: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+        #[builder(field)] state: SharedState,
         /// The model endpoint.
         #[builder(with = |provider: impl Provider + 'static| Arc::new(provider) as Arc<dyn Provider>)]
         provider: Arc<dyn Provider>,
@@ -155,6 +160,7 @@ impl Agent {
         #[builder(default = Duration::from_secs(60))]
         tool_timeout: Duration,
     ) -> Agent {
+        check_state(&tools, &state);
         let registry = ToolRegistry::new();
         for tool in tools {
             registry.register(tool);
@@ -164,7 +170,7 @@ impl Agent {
                 provider,
                 system_prompt,
                 tools: registry,
-                state: SharedState::from_values(state),
+                state,
                 history: history.unwrap_or_else(|| Arc::new(MemoryHistory::new())),
                 confirm,
                 notifier,
@@ -313,6 +319,29 @@ impl Agent {
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.inner.provider
     }
+
+    /// The shared value of type `T` the agent was built with
+    /// ([`AgentBuilder::state`], given as a `T` or an `Arc<T>`): the state
+    /// the tools read and change, for the program to see. `None` when it
+    /// has none of that type.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use ferrobot::{Agent, testing::MockProvider};
+    ///
+    /// struct Calls(AtomicU32);
+    /// let agent = Agent::builder()
+    ///     .provider(MockProvider::replying("ok"))
+    ///     .state(Calls(AtomicU32::new(0)))
+    ///     .build();
+    /// let calls = agent.state::<Calls>().unwrap();
+    /// assert_eq!(calls.0.load(Ordering::Relaxed), 0);
+    /// assert!(agent.state::<String>().is_none());
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.inner.state.handle()
+    }
 }
 
 impl<S: agent_builder::State> AgentBuilder<S> {
@@ -329,13 +358,55 @@ impl<S: agent_builder::State> AgentBuilder<S> {
         self
     }
 
-    /// Shares a value with every tool, read back with
-    /// [`ToolContext::state`](crate::ToolContext::state). One value per type.
+    /// Shares a value with every tool, read in tools with a
+    /// [`State<T>`](crate::tool::State) parameter or
+    /// [`ToolContext::state`](crate::ToolContext::state), and by the program
+    /// with [`Agent::state`]. One value per type: a second replaces the
+    /// first. Give a `T`, or an `Arc<T>` to keep a handle of your own; tools
+    /// find it as a `T` either way.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use ferrobot::{Agent, testing::MockProvider};
+    ///
+    /// struct Thermostat(Mutex<f64>);
+    /// let thermostat = Arc::new(Thermostat(Mutex::new(19.0)));
+    /// let agent = Agent::builder()
+    ///     .provider(MockProvider::replying("ok"))
+    ///     .state(Arc::clone(&thermostat))
+    ///     .build();
+    /// *thermostat.0.lock().unwrap() = 21.0; // as a tool would
+    /// let seen = agent.state::<Thermostat>().unwrap();
+    /// assert_eq!(*seen.0.lock().unwrap(), 21.0);
+    /// assert!(Arc::ptr_eq(&seen, &thermostat));
+    /// ```
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.state.retain(|(id, _)| *id != TypeId::of::<T>());
-        self.state.push((TypeId::of::<T>(), Arc::new(value)));
+        self.state = self.state.with(value);
         self
     }
+}
+
+/// Every tool's state is there, or the program stops at start-up saying
+/// which tools miss which types, and which types the agent has.
+fn check_state(tools: &[Arc<dyn Tool>], state: &SharedState) {
+    let missing: Vec<String> = tools
+        .iter()
+        .flat_map(|tool| {
+            tool.state_types()
+                .into_iter()
+                .filter(|ty| !state.has(*ty))
+                .map(|ty| format!("`{}` needs `{}`", tool.name(), ty.name()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the agent lacks state its tools read: {}. Add each with `Agent::builder().state(value)` \
+         (a value of the type, or an `Arc` of it); the state it has: {}",
+        missing.join(", "),
+        state.present()
+    );
 }
 
 /// The events of a turn started with [`Agent::stream`].

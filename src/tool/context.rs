@@ -12,19 +12,112 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
 
-/// Typed values shared by every tool of an agent, keyed by type.
+/// Typed values shared by every tool of an agent, keyed by type. A value
+/// given as an `Arc<T>` is found as a `T` too, sharing the caller's `Arc`.
 #[derive(Clone, Default)]
-pub(crate) struct SharedState(Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+pub(crate) struct SharedState(Arc<HashMap<TypeId, Shared>>);
+
+#[derive(Clone)]
+struct Shared {
+    /// For messages that say which types are present.
+    type_name: &'static str,
+    value: Arc<dyn Any + Send + Sync>,
+}
 
 impl SharedState {
-    pub(crate) fn from_values(values: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>) -> Self {
-        Self(Arc::new(values.into_iter().collect()))
+    /// This state with `value` as its `T`, replacing any earlier one.
+    pub(crate) fn with<T: Send + Sync + 'static>(&self, value: T) -> Self {
+        let mut values = (*self.0).clone();
+        values.insert(
+            TypeId::of::<T>(),
+            Shared {
+                type_name: std::any::type_name::<T>(),
+                value: Arc::new(value),
+            },
+        );
+        Self(Arc::new(values))
+    }
+
+    /// The value of type `T`: given as a `T`, or as an `Arc<T>`.
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        if let Some(shared) = self.0.get(&TypeId::of::<T>()) {
+            return shared.value.downcast_ref();
+        }
+        let shared = self.0.get(&TypeId::of::<Arc<T>>())?;
+        shared.value.downcast_ref::<Arc<T>>().map(|value| &**value)
+    }
+
+    /// The value of type `T` as a handle: the very `Arc` it was given as,
+    /// when it was given as an `Arc<T>`.
+    pub(crate) fn handle<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        if let Some(shared) = self.0.get(&TypeId::of::<T>()) {
+            return Arc::clone(&shared.value).downcast().ok();
+        }
+        let shared = self.0.get(&TypeId::of::<Arc<T>>())?;
+        shared.value.downcast_ref::<Arc<T>>().cloned()
+    }
+
+    /// Whether a value of this type is present, either way.
+    pub(crate) fn has(&self, ty: StateType) -> bool {
+        self.0.contains_key(&ty.id) || self.0.contains_key(&ty.arc_id)
+    }
+
+    /// The types present, sorted, for messages: "`a::A`, `b::B`" or "none".
+    pub(crate) fn present(&self) -> String {
+        let mut names: Vec<String> = self
+            .0
+            .values()
+            .map(|shared| format!("`{}`", shared.type_name))
+            .collect();
+        names.sort();
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+/// A type of shared state a tool reads, as
+/// [`Tool::state_types`](super::Tool::state_types) names it, so the agent
+/// can check when it is built that every tool will find its state.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::StateType;
+/// struct Thermostat;
+/// assert!(StateType::of::<Thermostat>().name().ends_with("Thermostat"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StateType {
+    id: TypeId,
+    /// The same value may be given as an `Arc<T>`.
+    arc_id: TypeId,
+    name: &'static str,
+}
+
+impl StateType {
+    /// The state type `T`.
+    pub fn of<T: Send + Sync + 'static>() -> Self {
+        Self {
+            id: TypeId::of::<T>(),
+            arc_id: TypeId::of::<Arc<T>>(),
+            name: std::any::type_name::<T>(),
+        }
+    }
+
+    /// The type's name, with its path (`home::Thermostat`).
+    pub fn name(&self) -> &'static str {
+        self.name
     }
 }
 
 /// A `#[tool]` parameter that receives the agent's shared value of type `T`,
 /// as axum's `State` does: write `State(db): State<Db>` and build the agent
-/// with `.state(db)`. It is not part of the tool's schema.
+/// with `.state(db)`, where `db` is a `Db` or an `Arc<Db>` (keep a clone of
+/// the `Arc`, or ask [`Agent::state`](crate::Agent::state), to see what the
+/// tools do to it). It is not part of the tool's schema, and the agent
+/// checks when it is built that the state is there.
 ///
 /// # Examples
 /// ```
@@ -60,8 +153,9 @@ impl<T: Send + Sync + 'static> State<T> {
         ctx.state_handle::<T>().map(State).ok_or_else(|| {
             ToolError::new(format!(
                 "this tool needs shared state of type `{}`, and the agent has none \
-                 (developer: add it with `Agent::builder().state(…)`)",
-                std::any::type_name::<T>()
+                 (developer: add it with `Agent::builder().state(…)`; the state it has: {})",
+                std::any::type_name::<T>(),
+                ctx.state.present()
             ))
         })
     }
@@ -160,9 +254,7 @@ impl ToolContext {
     /// ```
     #[must_use]
     pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        let mut values: HashMap<TypeId, Arc<dyn Any + Send + Sync>> = (*self.state.0).clone();
-        values.insert(TypeId::of::<T>(), Arc::new(value));
-        self.state = SharedState(Arc::new(values));
+        self.state = self.state.with(value);
         self
     }
 
@@ -183,16 +275,14 @@ impl ToolContext {
     }
 
     /// The shared value of type `T` the agent was built with
-    /// (`Agent::builder().state(…)`), if any.
+    /// (`Agent::builder().state(…)`, given as a `T` or an `Arc<T>`), if any.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.state.0.get(&TypeId::of::<T>())?.downcast_ref()
+        self.state.get()
     }
 
     /// The shared value of type `T`, as a handle the caller may keep.
     pub fn state_handle<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        Arc::clone(self.state.0.get(&TypeId::of::<T>())?)
-            .downcast()
-            .ok()
+        self.state.handle()
     }
 
     /// Sends `text` to this conversation after `delay`, outside the turn —

@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{IntoToolOutput, Tool, ToolContext, ToolError, fill_placeholders};
+use super::arguments::{normalize, parse_whole};
+use super::{Constraints, IntoToolOutput, Tool, ToolContext, ToolError, fill_placeholders};
 use crate::message::ToolSpec;
 
 type Handler =
@@ -22,6 +23,7 @@ pub struct FnTool {
     spec: ToolSpec,
     handler: Arc<Handler>,
     check: fn(&str, &Value) -> Result<(), ToolError>,
+    constraints: Arc<Constraints>,
     confirm: Option<String>,
     exclusive: bool,
     timeout: Option<Duration>,
@@ -39,9 +41,12 @@ impl fmt::Debug for FnTool {
 /// [`ToolContext`].
 ///
 /// The arguments type gives the JSON Schema the model sees (doc comments
-/// become descriptions) and parses the model's arguments; a mismatch goes back
-/// to the model as an error result naming the problem, and the closure is
-/// not called. The return value may be anything [`IntoToolOutput`].
+/// become descriptions, `#[schemars(range(…), length(…), regex(…))]`
+/// constraints) and parses the model's arguments. Arguments that don't parse
+/// or break a constraint go back to the model as an error result naming the
+/// problem, before any confirmation, and the closure is not called; a check
+/// in the type's own `Deserialize` (`#[serde(try_from = …)]`) runs then too.
+/// The return value may be anything [`IntoToolOutput`].
 ///
 /// # Examples
 /// ```
@@ -76,33 +81,39 @@ where
     let f = Arc::new(f);
     let name: String = name.into();
     let tool: Arc<str> = Arc::from(name.as_str());
+    let spec = ToolSpec::new(name, description, super::schema::for_type::<A>());
+    let constraints = Arc::new(Constraints::new(&spec.parameters));
+    let checked = Arc::clone(&constraints);
     let handler = move |arguments: Value,
                         ctx: ToolContext|
           -> BoxFuture<'static, Result<String, ToolError>> {
-        let parsed = parse::<A>(&tool, &arguments);
+        let parsed = parse::<A>(&tool, arguments, &checked);
         let f = Arc::clone(&f);
         Box::pin(async move { f(parsed?, ctx).await.into_tool_output() })
     };
     FnTool {
-        spec: ToolSpec::new(name, description, super::schema::for_type::<A>()),
+        spec,
         handler: Arc::new(handler),
-        check: |tool, arguments| parse::<A>(tool, arguments).map(drop),
+        check: |tool, arguments| parse_whole::<A>(tool, arguments).map(drop),
+        constraints,
         confirm: None,
         exclusive: false,
         timeout: None,
     }
 }
 
-/// The model's arguments as `A`, or what is wrong with them and where, in
-/// the wording every tool uses ([`ToolError::arguments_mismatch`]).
-fn parse<A: DeserializeOwned>(tool: &str, arguments: &Value) -> Result<A, ToolError> {
-    serde_path_to_error::deserialize(arguments).map_err(|e| {
-        let problem = match e.path().to_string() {
-            path if path == "." => e.inner().to_string(),
-            path => format!("`{path}`: {}", e.inner()),
-        };
-        ToolError::arguments_mismatch(tool, [problem])
-    })
+/// The model's arguments as `A`, held to the schema's constraints, or
+/// everything wrong with them in the wording every tool uses
+/// ([`ToolError::arguments_mismatch`]).
+fn parse<A: DeserializeOwned>(
+    tool: &str,
+    arguments: Value,
+    constraints: &Constraints,
+) -> Result<A, ToolError> {
+    let arguments = normalize(arguments);
+    let parsed = parse_whole(tool, &arguments)?;
+    constraints.check(tool, &arguments)?;
+    Ok(parsed)
 }
 
 impl FnTool {
@@ -139,7 +150,9 @@ impl Tool for FnTool {
     }
 
     fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
-        (self.check)(&self.spec.name, arguments)
+        let arguments = normalize(arguments.clone());
+        (self.check)(&self.spec.name, &arguments)?;
+        self.constraints.check(&self.spec.name, &arguments)
     }
 
     fn confirmation(&self, arguments: &Value) -> Option<String> {

@@ -11,6 +11,7 @@
 //! A tool never fails the turn: what it returns, its error, a panic or a
 //! time-out all become a [`ToolResult`](crate::ToolResult) the model reads.
 
+pub(crate) mod arguments;
 pub(crate) mod context;
 mod func;
 mod registry;
@@ -22,7 +23,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-pub use context::{Notifier, State, ToolContext};
+pub use arguments::Constraints;
+pub use context::{Notifier, State, StateType, ToolContext};
 pub use func::{FnTool, from_fn};
 pub use registry::ToolRegistry;
 
@@ -110,14 +112,25 @@ pub trait Tool: Send + Sync + 'static {
     /// calls it for every call, after [`availability`](Self::availability)
     /// and before [`confirmation`](Self::confirmation), with a JSON object;
     /// the model reads the error's message. Tools made with [`from_fn`] or
-    /// `#[tool]` check them against their arguments type; by default,
-    /// anything passes (`call` still checks).
+    /// `#[tool]` check them against their arguments type, then against the
+    /// constraints of their schema ([`Constraints`]: ranges, lengths,
+    /// patterns, formats), then with `#[tool(check = …)]`'s function; by
+    /// default, anything passes (`call` still checks).
     ///
     /// # Errors
     /// What is wrong, for the model, as [`ToolError::invalid_arguments`].
     fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
         let _ = arguments;
         Ok(())
+    }
+
+    /// The types of shared state the tool reads
+    /// ([`ToolContext::state`], a `#[tool]`'s `State<T>` parameters). The
+    /// agent checks when it is built that it has each, so a missing
+    /// `.state(…)` is found at start-up rather than at the first call. By
+    /// default, none.
+    fn state_types(&self) -> Vec<StateType> {
+        Vec::new()
     }
 }
 

@@ -98,6 +98,42 @@ mod tool_macro {
         assert_eq!(reply.tool_calls[0].content, "2");
     }
 
+    mod thermostat {
+        use ferrobot::tool;
+
+        /// Only rooms with a radiator can be heated.
+        fn heated(_celsius: &f64, room: &str) -> Result<(), String> {
+            if room == "attic" {
+                return Err("the attic has no radiator; pick another room".into());
+            }
+            Ok(())
+        }
+
+        /// Set the thermostat of a room.
+        #[tool(confirm = "Set {room} to {celsius} °C?", check = heated)]
+        pub async fn set_thermostat(
+            /// Degrees Celsius.
+            #[schemars(range(min = 5, max = 30))]
+            celsius: f64,
+            /// The room, in lower case, e.g. "kitchen".
+            #[schemars(length(min = 1, max = 20), regex(pattern = r"^[a-z]+$"))]
+            room: String,
+        ) -> String {
+            format!("{room} set to {celsius} °C")
+        }
+    }
+
+    #[test]
+    fn arguments_are_checked_before_confirmation() {
+        use ferrobot::tool::Tool;
+        let tool = thermostat::set_thermostat;
+        let cold = tool.check_arguments(&json!({"celsius": 4, "room": "kitchen"})).unwrap_err();
+        assert!(cold.message().contains("- `celsius`: 4 is less than the minimum of 5"), "{cold}");
+        let attic = tool.check_arguments(&json!({"celsius": 20, "room": "attic"})).unwrap_err();
+        assert!(attic.message().contains("- the attic has no radiator; pick another room"), "{attic}");
+        assert!(tool.check_arguments(&json!({"celsius": 20, "room": "kitchen"})).is_ok());
+    }
+
     mod attributes {
         use ferrobot::tool;
 

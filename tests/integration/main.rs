@@ -15,6 +15,10 @@ mod responses;
 // The turn loop against `MockProvider`, one module per area (agent/mod.rs):
 // tools, confirmation, slash commands, budgets, cancellation, events, undo.
 mod agent;
+// Arguments checked before confirmation (schema constraints, `check = …`);
+// state as an `Arc`, read back, checked at `build()`.
+#[cfg(feature = "macros")]
+mod arguments;
 // Tools written with `#[tool]` and `#[toolbox]`, end to end.
 #[cfg(feature = "macros")]
 mod macros;

@@ -5,7 +5,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, ReturnType, Type};
 
-use super::parse::{Confirm, Errors, Param, ToolFn, last_segment};
+use super::parse::{Confirm, Errors, Param, ToolFn, last_segment, mentions};
 
 /// A free function: a unit struct named like the function (the value given
 /// to `.tool(…)`), the function itself as `name::run`, and the `Tool` impl.
@@ -40,6 +40,53 @@ pub(crate) fn free_fn(tool: &ToolFn) -> TokenStream {
         }
 
         #tool_impl
+    }
+}
+
+/// Whether a stand-in can be emitted where the function was: not for a
+/// method (no unit struct in an `impl`), nor when a parameter is named like
+/// the tool (the unit struct would capture the pattern).
+pub(crate) fn can_stand_in(func: &syn::ItemFn) -> bool {
+    let tool = &func.sig.ident;
+    func.sig.inputs.iter().all(|input| match input {
+        syn::FnArg::Receiver(_) => false,
+        syn::FnArg::Typed(typed) => !mentions(&typed.pat, tool),
+    })
+}
+
+/// What stands for a tool whose attribute has errors (already reported):
+/// the same value and `run` function, and a `Tool` impl that is never
+/// called, since the program doesn't compile.
+pub(crate) fn stand_in(mut func: syn::ItemFn) -> TokenStream {
+    super::strip(&mut func.sig);
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let mut run = func.sig.clone();
+    run.ident = format_ident!("run");
+    let block = &func.block;
+    quote! {
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #ident;
+
+        impl #ident {
+            #[allow(dead_code, clippy::needless_pass_by_value)]
+            #vis #run #block
+        }
+
+        impl ::ferrobot::tool::Tool for #ident {
+            fn spec(&self) -> &::ferrobot::ToolSpec {
+                ::std::unreachable!("`#[tool]` reported an error")
+            }
+
+            fn call(
+                &self,
+                _: ::ferrobot::__private::Value,
+                _: ::ferrobot::ToolContext,
+            ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                ::std::unreachable!("`#[tool]` reported an error")
+            }
+        }
     }
 }
 
@@ -178,7 +225,7 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
         .map(|param| match param {
             Param::Context { by_ref: true } => quote!(&ctx),
             Param::Context { by_ref: false } => quote!(::std::clone::Clone::clone(&ctx)),
-            Param::State => {
+            Param::State(_) => {
                 let state = format_ident!("__ferrobot_state{}", states.len());
                 states.push(quote! {
                     let #state = ::ferrobot::__private::FromContext::from_context(&ctx)?;
@@ -191,6 +238,24 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
             }
         })
         .collect();
+    let state_types = tool.params.iter().filter_map(|param| match param {
+        Param::State(ty) => Some(quote_spanned! {ty.span()=>
+            <#ty as ::ferrobot::__private::FromContext>::state_type()
+        }),
+        _ => None,
+    });
+    // The tool's own check, last: it sees arguments that fit the schema.
+    // Spanned at the path and the parameters, so a signature that doesn't
+    // fit is shown there.
+    let check = tool.attrs.check.as_ref().map(|path| {
+        let refs = args.iter().map(|arg| {
+            let ident = &arg.ident;
+            quote_spanned!(ident.span()=> &__args.#ident)
+        });
+        quote_spanned! {path.span()=>
+            ::ferrobot::__private::checked(#name, #path(#(#refs),*))?;
+        }
+    });
     let awaited = if tool.func.sig.asyncness.is_some() {
         quote!(.await)
     } else {
@@ -247,19 +312,23 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
             #[allow(non_camel_case_types, dead_code)]
             struct __ferrobot_args { #(#fields),* }
 
+            static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
+                ::ferrobot::ToolSpec::new(#name, #description, ::ferrobot::tool::schema::for_type::<__ferrobot_args>())
+            });
+            static CONSTRAINTS: ::std::sync::LazyLock<::ferrobot::tool::Constraints> =
+                ::std::sync::LazyLock::new(|| ::ferrobot::tool::Constraints::new(&SPEC.parameters));
+
             /// The model's arguments, or every problem with them.
             fn __ferrobot_parse(
                 arguments: ::ferrobot::__private::Value,
             ) -> ::std::result::Result<__ferrobot_args, ::ferrobot::tool::ToolError> {
-                let arguments = ::ferrobot::__private::normalize(arguments);
-                ::ferrobot::__private::parse_arguments(#name, &arguments, &[#(#field_checks),*])
+                let __args: __ferrobot_args = ::ferrobot::__private::parse_arguments(#name, arguments, &[#(#field_checks),*], &CONSTRAINTS)?;
+                #check
+                ::std::result::Result::Ok(__args)
             }
 
             impl ::ferrobot::tool::Tool for #holder {
                 fn spec(&self) -> &::ferrobot::ToolSpec {
-                    static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
-                        ::ferrobot::ToolSpec::new(#name, #description, ::ferrobot::tool::schema::for_type::<__ferrobot_args>())
-                    });
                     &SPEC
                 }
 
@@ -292,6 +361,10 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
                     #exclusive
                 }
 
+                fn state_types(&self) -> ::std::vec::Vec<::ferrobot::tool::StateType> {
+                    ::std::vec![#(#state_types),*]
+                }
+
                 fn timeout(&self) -> ::std::option::Option<::std::time::Duration> {
                     #timeout
                 }
@@ -311,10 +384,16 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
 /// (or a plain return value) is taken as is when it is text, `()` or a
 /// number, and as JSON when it is any other `Serialize`.
 fn output_conversion(output: &ReturnType) -> TokenStream {
-    let success = quote! {{
+    // Spanned at the return type: a type that can't be converted is
+    // reported there, with one message.
+    let span = match output {
+        ReturnType::Type(_, ty) => ty.span(),
+        ReturnType::Default => proc_macro2::Span::call_site(),
+    };
+    let success = quote_spanned! {span=> {
         #[allow(unused_imports)]
-        use ::ferrobot::__private::{ViaIntoToolOutput as _, ViaSerialize as _};
-        (&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
+        use ::ferrobot::__private::{ViaIntoToolOutput as _, ViaNothing as _, ViaSerialize as _};
+        (&&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
     }};
     let is_result = match output {
         ReturnType::Type(_, ty) => last_segment(ty).is_some_and(|s| s.ident == "Result"),

@@ -1,5 +1,7 @@
-//! `#[tool]` and `#[toolbox]`: parse, then expand. On error, the original
-//! item is emitted beside the errors so the IDE keeps working.
+//! `#[tool]` and `#[toolbox]`: parse, then expand. On error, the item is
+//! still emitted beside the errors (a `#[tool]` function as a tool that
+//! can't run), so the IDE keeps working and uses of it raise no errors of
+//! their own.
 
 mod expand;
 mod parse;
@@ -9,10 +11,24 @@ use quote::quote;
 
 /// Expands `#[tool]` on a free function.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let result = syn::parse2::<syn::ItemFn>(item.clone())
-        .and_then(|func| parse::ToolFn::parse(attr, func, None))
-        .map(|tool| expand::free_fn(&tool));
-    finish(result, item)
+    let func = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(func) => func,
+        Err(error) => return finish(Err(error), item),
+    };
+    let expanded = match parse::ToolFn::parse(attr, func.clone(), None) {
+        Ok(tool) => expand::free_fn(&tool),
+        // The tool still exists, as one that can't run, so that
+        // `.tool(name)` and `name::run(…)` raise no errors of their own —
+        // unless the mistake is one a stand-in would repeat (a method, a
+        // parameter named like the tool): then the function, as written.
+        Err(error) if expand::can_stand_in(&func) => {
+            let errors = error.into_compile_error();
+            let stand_in = expand::stand_in(func);
+            quote! { #errors #stand_in }
+        }
+        Err(error) => return finish(Err(error), item),
+    };
+    finish(Ok(expanded), item)
 }
 
 /// Expands `#[toolbox]` on an `impl` block.
@@ -44,13 +60,6 @@ fn finish(result: syn::Result<TokenStream>, item: TokenStream) -> TokenStream {
 /// doc comments, `#[tool]` on methods), so it still compiles beside the
 /// errors and the IDE keeps working.
 fn fallback(item: TokenStream) -> TokenStream {
-    fn strip(sig: &mut syn::Signature) {
-        for input in &mut sig.inputs {
-            if let syn::FnArg::Typed(typed) = input {
-                typed.attrs.retain(|a| !a.path().is_ident("doc"));
-            }
-        }
-    }
     if let Ok(mut func) = syn::parse2::<syn::ItemFn>(item.clone()) {
         strip(&mut func.sig);
         return quote!(#func);
@@ -65,6 +74,20 @@ fn fallback(item: TokenStream) -> TokenStream {
         return quote!(#block);
     }
     item
+}
+
+/// Takes off a signature's parameter attributes that only the macro
+/// understands (doc comments, `#[serde]`, `#[schemars]`).
+fn strip(sig: &mut syn::Signature) {
+    for input in &mut sig.inputs {
+        if let syn::FnArg::Typed(typed) = input {
+            typed.attrs.retain(|a| {
+                !(a.path().is_ident("doc")
+                    || a.path().is_ident("serde")
+                    || a.path().is_ident("schemars"))
+            });
+        }
+    }
 }
 
 #[cfg(test)]
@@ -93,6 +116,7 @@ mod tests {
         };
         let attr = quote!(
             confirm = "Inspect {path}?",
+            check = mounted,
             timeout = "30s",
             exclusive,
             requires = ["df"]

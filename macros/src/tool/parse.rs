@@ -28,6 +28,9 @@ pub(crate) struct ToolAttrs {
     pub(crate) platforms: Vec<LitStr>,
     pub(crate) requires: Vec<LitStr>,
     pub(crate) retries: Option<u32>,
+    /// `check = path`: a function that takes the model's arguments by
+    /// reference and says whether they make sense.
+    pub(crate) check: Option<syn::Path>,
 }
 
 pub(crate) enum Confirm {
@@ -42,7 +45,7 @@ pub(crate) enum Param {
     /// `ctx: ToolContext` (or `&ToolContext`): injected.
     Context { by_ref: bool },
     /// `State(x): State<T>`: injected from the agent's shared state.
-    State,
+    State(Box<Type>),
     /// An argument the model provides.
     Arg(Box<Arg>),
 }
@@ -199,10 +202,17 @@ impl ToolAttrs {
             } else if meta.path.is_ident("retries") {
                 let lit: syn::LitInt = meta.value()?.parse()?;
                 attrs.retries = Some(lit.base10_parse()?);
+            } else if meta.path.is_ident("check") {
+                attrs.check = Some(meta.value()?.parse().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "expected the path of a function, e.g. `check = sane_temperature`",
+                    )
+                })?);
             } else {
                 return Err(meta.error(
                     "unknown `#[tool]` option; expected `name`, `description`, `confirm`, \
-                     `exclusive`, `timeout`, `retries`, `platforms` or `requires`",
+                     `check`, `exclusive`, `timeout`, `retries`, `platforms` or `requires`",
                 ));
             }
             Ok(())
@@ -225,13 +235,10 @@ impl Param {
             });
         }
         if last_segment(ty).is_some_and(|s| s.ident == "State") {
-            let shadows = quote::ToTokens::to_token_stream(&*typed.pat)
-                .into_iter()
-                .any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if &i == tool_ident));
-            if shadows {
+            if mentions(&typed.pat, tool_ident) {
                 return Err(shadowing(&typed.pat, tool_ident));
             }
-            return Ok(Param::State);
+            return Ok(Param::State(Box::new(ty.clone())));
         }
         match ty {
             Type::ImplTrait(_) => {
@@ -272,6 +279,19 @@ impl Param {
             optional,
         })))
     }
+}
+
+/// Whether `ident` appears anywhere in a parameter's pattern, e.g. the
+/// `walk` of `State(walk)`.
+pub(crate) fn mentions(pat: &Pat, ident: &Ident) -> bool {
+    fn within(tokens: TokenStream, ident: &Ident) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(i) => &i == ident,
+            proc_macro2::TokenTree::Group(g) => within(g.stream(), ident),
+            _ => false,
+        })
+    }
+    within(quote::ToTokens::to_token_stream(pat), ident)
 }
 
 /// A parameter named like the tool would shadow the value `#[tool]` makes.

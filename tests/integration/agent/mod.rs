@@ -62,7 +62,7 @@ fn counted(name: &str) -> (FnTool, Arc<AtomicUsize>) {
     (tool, ran)
 }
 
-fn results_of(request: &ferrobot::testing::RecordedRequest) -> Vec<(String, bool)> {
+pub(crate) fn results_of(request: &ferrobot::testing::RecordedRequest) -> Vec<(String, bool)> {
     request
         .messages
         .last()
