@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use budget::TurnBudget;
 pub use builtin::Builtin;
-pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
+pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome, Transcript};
 
 use self::lock::ConversationLocks;
 use crate::confirm::ConfirmHandler;

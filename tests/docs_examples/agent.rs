@@ -54,6 +54,40 @@ async fn a_conversation() -> ferrobot::Result<()> {
 }
 
 #[tokio::test]
+async fn the_order_of_a_turn() -> ferrobot::Result<()> {
+    use ferrobot::testing::{MockProvider, MockTurn};
+    use ferrobot::{Agent, Usage, tool::from_fn};
+    use serde_json::json;
+
+    let usage = |input_tokens, output_tokens| Usage { input_tokens, output_tokens, ..Usage::default() };
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("get_weather", json!({"city": "Paris"})).usage(usage(12, 5)))
+        .then(MockTurn::new().text("It is 18 °C.").chunked(6).usage(usage(30, 4)));
+    let weather = from_fn("get_weather", "Current weather.", |_: serde_json::Value, _ctx| async { "18 °C" });
+    let agent = Agent::builder().provider(mock).tool(weather).build();
+
+    let transcript = agent.stream("alice", "Weather in Paris?").transcript().await;
+    assert_eq!(
+        transcript.lines(),
+        [
+            "thinking",
+            r#"tool call delta #0 id=call_1 name=get_weather "{\"city\":\"Paris\"}""#,
+            "usage 12 in / 5 out",
+            r#"tool call call_1 get_weather {"city":"Paris"}"#,
+            "running get_weather",
+            "tool result call_1 get_weather ok: 18 °C",
+            "thinking",
+            r#"text "It is ""#,
+            r#"text "18 °C.""#,
+            "usage 30 in / 4 out",
+            r#"done "It is 18 °C.""#,
+        ]
+    );
+    assert_eq!(transcript.reply?.usage.output_tokens, 9);
+    Ok(())
+}
+
+#[tokio::test]
 async fn budgets() {
     let provider = MockProvider::replying("ok");
     use ferrobot::Agent;

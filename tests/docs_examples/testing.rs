@@ -62,6 +62,21 @@ async fn streams() {
 }
 
 #[tokio::test]
+async fn a_whole_turn() {
+    use ferrobot::{Agent, testing::{MockProvider, MockTurn}};
+
+    let agent = Agent::builder()
+        .provider(MockProvider::new().then(MockTurn::new().text("Hello, world").chunked(5)))
+        .build();
+    let transcript = agent.stream("test", "hi").transcript().await;
+    assert_eq!(
+        transcript.lines(),
+        ["thinking", r#"text "Hello""#, r#"text ", wor""#, r#"text "ld""#, r#"done "Hello, world""#]
+    );
+    assert_eq!(transcript.reply.unwrap().text, "Hello, world");
+}
+
+#[tokio::test]
 async fn failures() {
     use ferrobot::{Agent, Error, provider::ProviderError, testing::{MockProvider, MockTurn}};
 

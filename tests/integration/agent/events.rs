@@ -1,14 +1,356 @@
 //! What a turn reports: its events in order, and its tracing spans.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use ferrobot::agent::Status;
+use ferrobot::agent::{Status, ToolOutcome};
+use ferrobot::confirm::ConfirmRequest;
+use ferrobot::provider::{ProviderError, ToolChoice};
 use ferrobot::testing::{MockProvider, MockTurn};
-use ferrobot::{Agent, AgentEvent, Usage};
+use ferrobot::tool::{FnTool, from_fn};
+use ferrobot::{Agent, AgentEvent, Error, Usage};
 use futures_util::StreamExt;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::echo_tool;
+
+fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
+    Usage {
+        input_tokens,
+        output_tokens,
+        ..Usage::default()
+    }
+}
+
+/// The tool of the documented turn: it is always 18 °C in Paris.
+fn get_weather() -> FnTool {
+    from_fn("get_weather", "Current weather.", |_: Value, _| async {
+        "18 °C"
+    })
+}
+
+/// The turn `AgentEvent`'s docs and docs/agent.md walk through: one tool
+/// round, then the answer.
+#[tokio::test]
+async fn a_tool_round_through_the_mock_streams_the_documented_events() {
+    let mock = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .reasoning("Look it up.")
+                .tool_call("get_weather", json!({"city": "Paris"}))
+                .usage(usage(12, 5)),
+        )
+        .then(
+            MockTurn::new()
+                .text("It is 18 °C.")
+                .chunked(6)
+                .usage(usage(30, 4)),
+        );
+    let agent = Agent::builder().provider(mock).tool(get_weather()).build();
+    let transcript = agent.stream("a", "Weather in Paris?").transcript().await;
+    assert_eq!(
+        transcript.lines(),
+        [
+            "thinking",
+            r#"reasoning "Look it up.""#,
+            // MockProvider sends a call whole, in one delta.
+            r#"tool call delta #0 id=call_1 name=get_weather "{\"city\":\"Paris\"}""#,
+            // After the model call, before its tools.
+            "usage 12 in / 5 out",
+            r#"tool call call_1 get_weather {"city":"Paris"}"#,
+            "running get_weather",
+            "tool result call_1 get_weather ok: 18 °C",
+            "thinking",
+            r#"text "It is ""#,
+            r#"text "18 °C.""#,
+            "usage 30 in / 4 out",
+            r#"done "It is 18 °C.""#,
+        ]
+    );
+    let reply = transcript.reply.unwrap();
+    assert_eq!(reply.usage, usage(42, 9), "the sum of the usage events");
+    assert!(matches!(transcript.events.last(), Some(AgentEvent::Done(done)) if *done == reply));
+}
+
+/// The lines of the `text` code block that follows `marker` in docs/agent.md.
+#[cfg(feature = "openai")]
+fn documented_lines(marker: &str) -> Vec<String> {
+    let guide =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/agent.md")).unwrap();
+    let after = &guide[guide
+        .find(marker)
+        .unwrap_or_else(|| panic!("docs/agent.md lost the marker `{marker}`"))..];
+    let block = &after[after.find("```text\n").unwrap() + "```text\n".len()..];
+    block[..block.find("```").unwrap()]
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The same turn from an OpenAI-compatible server that streams the
+/// arguments in pieces, as OpenAI's does: one delta opens the call, one per
+/// piece follows. The lines are the ones docs/agent.md shows.
+#[cfg(feature = "openai")]
+#[tokio::test]
+async fn a_tool_round_over_openai_compatible_streams_the_documented_events() {
+    use ferrobot::provider::OpenAiCompatible;
+    use ferrobot::testing::OpenAiStream;
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate, matchers::method};
+
+    let call = OpenAiStream::new()
+        .tool_call_fragment(json!({"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": ""}}))
+        .tool_call_fragment(json!({"index": 0, "function": {"arguments": "{\"city\":"}}))
+        .tool_call_fragment(json!({"index": 0, "function": {"arguments": "\"Paris\"}"}}))
+        .finish("tool_calls")
+        .usage(12, 5)
+        .into_sse();
+    let answer = OpenAiStream::new()
+        .text("It is ")
+        .text("18 °C.")
+        .finish("stop")
+        .usage(30, 4)
+        .into_sse();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(move |request: &Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let sse = if body.contains(r#""role":"tool""#) {
+                &answer
+            } else {
+                &call
+            };
+            ResponseTemplate::new(200).set_body_raw(sse.clone(), "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    let agent = Agent::builder()
+        .provider(OpenAiCompatible::new(format!("{}/v1", server.uri())).model("test"))
+        .tool(get_weather())
+        .build();
+    let transcript = agent.stream("a", "Weather in Paris?").transcript().await;
+    assert_eq!(
+        transcript.lines(),
+        documented_lines("<!-- openai-compatible events -->")
+    );
+    assert_eq!(transcript.reply.unwrap().text, "It is 18 °C.");
+}
+
+/// A real recording of gpt-4o-mini calling a tool (the shared corpus): one
+/// delta per fragment the server sent, the usage chunk after the finish.
+#[cfg(feature = "openai")]
+#[tokio::test]
+async fn a_recorded_openai_tool_call_streams_one_delta_per_fragment() {
+    use ferrobot::provider::OpenAiCompatible;
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate, matchers::method};
+
+    let Some(dir) = crate::support::corpus("01_openai_chat_stream") else {
+        return;
+    };
+    let recorded =
+        std::fs::read(dir.join("pai_gpt4o_mini_single_tool_obfuscation/response.txt")).unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(move |request: &Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let sse = if body.contains(r#""role":"tool""#) {
+                ferrobot::testing::text_sse("London.").into_bytes()
+            } else {
+                recorded.clone()
+            };
+            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    let capital = from_fn(
+        "get_capital",
+        "Capital of a country.",
+        |_: Value, _| async { "London" },
+    );
+    let agent = Agent::builder()
+        .provider(OpenAiCompatible::new(format!("{}/v1", server.uri())).model("test"))
+        .tool(capital)
+        .build();
+    let transcript = agent.stream("a", "Capital of the UK?").transcript().await;
+    let id = "call_ZR5UUuTt3pf61kjwAJIYdVMj";
+    assert_eq!(
+        transcript.lines(),
+        [
+            "thinking".to_owned(),
+            format!(r#"tool call delta #0 id={id} name=get_capital """#),
+            r#"tool call delta #0 "{\"""#.to_owned(),
+            r#"tool call delta #0 "country""#.to_owned(),
+            r#"tool call delta #0 "\":\"""#.to_owned(),
+            r#"tool call delta #0 "UK""#.to_owned(),
+            r#"tool call delta #0 "\"}""#.to_owned(),
+            "usage 53 in / 15 out".to_owned(),
+            format!(r#"tool call {id} get_capital {{"country":"UK"}}"#),
+            "running get_capital".to_owned(),
+            format!("tool result {id} get_capital ok: London"),
+            "thinking".to_owned(),
+            r#"text "London.""#.to_owned(),
+            "usage 10 in / 5 out".to_owned(),
+            r#"done "London.""#.to_owned(),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_provider_failure_ends_the_transcript_with_the_error() {
+    let down = ProviderError::Status {
+        status: 503,
+        message: "busy".into(),
+        retry_after: None,
+    };
+    let mock = MockProvider::new().then(MockTurn::new().text("Let me").error(down));
+    let agent = Agent::builder().provider(mock).build();
+    let transcript = agent.stream("a", "hi").transcript().await;
+    assert_eq!(
+        transcript.lines(),
+        [
+            "thinking",
+            r#"text "Let me""#,
+            "error: LLM unavailable: server answered 503: busy"
+        ]
+    );
+    assert!(matches!(transcript.reply, Err(Error::Provider(_))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_tool_round_finishes_each_call_as_interrupted() {
+    let slow = from_fn("slow", "Slow.", |_: Value, _| async {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    });
+    let mock = MockProvider::new().then(
+        MockTurn::new()
+            .tool_call("slow", json!({}))
+            .tool_call("slow", json!({}))
+            .usage(usage(3, 2)),
+    );
+    // One at a time: the second call is still waiting when the turn stops.
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(slow)
+        .max_concurrent_tools(1)
+        .build();
+    let events = agent.stream("a", "go");
+    let stop = events.cancellation();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stop.cancel();
+    });
+    let interrupted = "interrupted: Interrupted: the user cancelled the turn.";
+    assert_eq!(
+        events.transcript().await.lines(),
+        [
+            "thinking".to_owned(),
+            r#"tool call delta #0 id=call_1 name=slow "{}""#.to_owned(),
+            r#"tool call delta #1 id=call_2 name=slow "{}""#.to_owned(),
+            "usage 3 in / 2 out".to_owned(),
+            "tool call call_1 slow {}".to_owned(),
+            "running slow".to_owned(),
+            format!("tool result call_1 slow {interrupted}"),
+            "tool call call_2 slow {}".to_owned(),
+            format!("tool result call_2 slow {interrupted}"),
+            "error: turn cancelled".to_owned(),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_declined_call_awaits_confirmation_and_never_runs() {
+    let rm = from_fn("rm", "Delete.", |_: Value, _| async { "deleted" }).confirm("Delete {path}?");
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("rm", json!({"path": "/etc"})))
+        .then(MockTurn::new().text("Not deleted."));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(rm)
+        .confirm(|_: ConfirmRequest| async { false })
+        .build();
+    assert_eq!(
+        agent.stream("a", "delete /etc").transcript().await.lines(),
+        [
+            "thinking",
+            r#"tool call delta #0 id=call_1 name=rm "{\"path\":\"/etc\"}""#,
+            r#"tool call call_1 rm {"path":"/etc"}"#,
+            "awaiting confirmation of rm",
+            "tool result call_1 rm declined: Cancelled by user.",
+            "thinking",
+            r#"text "Not deleted.""#,
+            r#"done "Not deleted.""#,
+        ]
+    );
+}
+
+/// Calls made after the tools were withdrawn are refused without events;
+/// the reply still lists them.
+#[tokio::test]
+async fn a_call_past_the_round_cap_has_no_events_but_is_in_the_reply() {
+    let mock = MockProvider::from_fn(|request| {
+        let turn = MockTurn::new().tool_call("echo", json!({}));
+        if request.tool_choice == ToolChoice::None {
+            turn.text("Enough.")
+        } else {
+            turn
+        }
+    });
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(echo_tool("echo"))
+        .max_tool_rounds(1)
+        .build();
+    let transcript = agent.stream("a", "loop").transcript().await;
+    assert_eq!(
+        transcript.lines(),
+        [
+            "thinking",
+            r#"tool call delta #0 id=call_1 name=echo "{}""#,
+            "tool call call_1 echo {}",
+            "running echo",
+            "tool result call_1 echo ok: {}",
+            "thinking",
+            r#"tool call delta #0 id=call_1 name=echo "{}""#,
+            r#"text "Enough.""#,
+            r#"done "Enough.""#,
+        ]
+    );
+    let reply = transcript.reply.unwrap();
+    assert_eq!(reply.tool_calls.len(), 2);
+    assert_eq!(reply.tool_calls[1].outcome, ToolOutcome::Rejected);
+}
+
+#[tokio::test]
+async fn a_slash_command_streams_its_tool_call_and_no_model_events() {
+    let agent = Agent::builder()
+        .provider(MockProvider::new())
+        .tool(get_weather())
+        .build();
+    let transcript = agent
+        .stream("a", "/get_weather city=Paris")
+        .transcript()
+        .await;
+    let lines = transcript.lines();
+    // The call id is generated.
+    let id = match &transcript.events[0] {
+        AgentEvent::ToolCallStarted(call) => call.id.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        lines,
+        [
+            format!(r#"tool call {id} get_weather {{"city":"Paris"}}"#),
+            "running get_weather".to_owned(),
+            format!("tool result {id} get_weather ok: 18 °C"),
+            r#"done "18 °C""#.to_owned(),
+        ]
+    );
+    assert_eq!(
+        agent.stream("a", "/help").transcript().await.events.len(),
+        1,
+        "a built-in yields only Done"
+    );
+}
 
 #[tokio::test]
 async fn events_arrive_in_the_order_things_happen() {
