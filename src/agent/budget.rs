@@ -95,7 +95,11 @@ impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Limit::Rounds(rounds) => {
-                write!(f, "the limit of {rounds} tool rounds per turn was reached")
+                let plural = if *rounds == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "the limit of {rounds} tool round{plural} per turn was reached"
+                )
             }
             Limit::WallTime(limit) => {
                 write!(

@@ -62,8 +62,9 @@ use crate::provider::{FinishReason, ToolCallDelta};
 ///   error.
 /// - **The round cap and budgets** ([`TurnBudget`](super::TurnBudget)): the
 ///   last model call streams as any other, without tools. A tool call the
-///   model makes anyway is not run and has no events; it is in
-///   [`Reply::tool_calls`] as [`ToolOutcome::Rejected`].
+///   model makes anyway is not run: it has `ToolCallStarted` and a
+///   `ToolCallFinished` with [`ToolOutcome::Rejected`] (no `RunningTool`),
+///   and is in [`Reply::tool_calls`] as such.
 /// - **A slash command** calls no model: no `Thinking`, no deltas, no
 ///   `Usage`; its tool call has the events of step 4, then `Done`. A
 ///   built-in command (`/help`, `/undo`) yields only `Done`.

@@ -112,7 +112,7 @@ impl<S: EventSink> Turn<'_, S> {
             }
             let results = if let Some(limit) = limit {
                 // Tools were withdrawn and the model called one anyway.
-                self.refuse_all(&calls, limit)
+                self.refuse_all(&calls, limit).await
             } else {
                 exec::run_calls(
                     self.inner,
@@ -345,17 +345,29 @@ impl<S: EventSink> Turn<'_, S> {
         self.store(&[message.with_interrupted(true)]).await
     }
 
-    fn refuse_all(&self, calls: &[ToolCall], limit: Limit) -> Vec<(ToolResult, ToolCallRecord)> {
-        calls
-            .iter()
-            .map(|call| {
-                exec::not_run(
-                    call,
-                    ToolOutcome::Rejected,
-                    format!("Not run: {limit}. Answer with what you have."),
-                )
-            })
-            .collect()
+    /// Calls made after tools were withdrawn: not run, but reported like
+    /// any other refused call, so a stream shows every call the model made.
+    async fn refuse_all(
+        &self,
+        calls: &[ToolCall],
+        limit: Limit,
+    ) -> Vec<(ToolResult, ToolCallRecord)> {
+        let mut refused = Vec::with_capacity(calls.len());
+        for call in calls {
+            self.sink
+                .emit(AgentEvent::ToolCallStarted(call.clone()))
+                .await;
+            let (result, record) = exec::not_run(
+                call,
+                ToolOutcome::Rejected,
+                format!("Not run: {limit}. Answer with what you have."),
+            );
+            self.sink
+                .emit(AgentEvent::ToolCallFinished(record.clone()))
+                .await;
+            refused.push((result, record));
+        }
+        refused
     }
 
     async fn store(&self, messages: &[Message]) -> Result<()> {

@@ -283,10 +283,10 @@ async fn a_declined_call_awaits_confirmation_and_never_runs() {
     );
 }
 
-/// Calls made after the tools were withdrawn are refused without events;
-/// the reply still lists them.
+/// Calls made after the tools were withdrawn are refused, with the events
+/// of a refused call, and the reply lists them.
 #[tokio::test]
-async fn a_call_past_the_round_cap_has_no_events_but_is_in_the_reply() {
+async fn a_call_past_the_round_cap_is_reported_as_rejected() {
     let mock = MockProvider::from_fn(|request| {
         let turn = MockTurn::new().tool_call("echo", json!({}));
         if request.tool_choice == ToolChoice::None {
@@ -312,6 +312,8 @@ async fn a_call_past_the_round_cap_has_no_events_but_is_in_the_reply() {
             "thinking",
             r#"tool call delta #0 id=call_1 name=echo "{}""#,
             r#"text "Enough.""#,
+            "tool call call_1 echo {}",
+            "tool result call_1 echo rejected: Not run: the limit of 1 tool round per turn was reached. Answer with what you have.",
             r#"done "Enough.""#,
         ]
     );
