@@ -9,10 +9,8 @@
 //! with no model server. `/help` lists the commands.
 //!
 //! Same environment as `quickstart`: `FERROBOT_BASE_URL` (by default
-//! `http://localhost:11434/v1`), `FERROBOT_MODEL` (by default `qwen3:8b`) and
-//! `FERROBOT_API_KEY`.
-
-mod common;
+//! `http://localhost:11434/v1`), `FERROBOT_MODEL` (by default `qwen3:8b`,
+//! required with another server) and `FERROBOT_API_KEY`.
 
 use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
@@ -20,6 +18,7 @@ use std::process::ExitCode;
 use ferrobot::Agent;
 use ferrobot::agent::ToolOutcome;
 use ferrobot::confirm::{ConfirmRequest, Decision};
+use ferrobot::provider::OpenAiCompatible;
 use ferrobot::tool::from_fn;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -33,7 +32,13 @@ struct DeleteArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let (provider, base_url, model) = common::provider_from_env();
+    let provider = match OpenAiCompatible::from_env("FERROBOT") {
+        Ok(provider) => provider,
+        Err(problem) => {
+            eprintln!("{problem}");
+            return ExitCode::from(2);
+        }
+    };
 
     let args: Vec<String> = std::env::args().skip(1).collect();
     let prompt = if args.is_empty() {
@@ -43,10 +48,11 @@ async fn main() -> ExitCode {
     };
     // Slash commands never call the model, so they don't need the server.
     if !prompt.starts_with('/')
-        && let Err(code) = common::check_server(&provider, &base_url, &model).await
+        && let Err(problem) = provider.check_health().await
     {
+        eprintln!("{problem}");
         eprintln!("Slash commands work without a server: try `/help`.");
-        return code;
+        return ExitCode::from(2);
     }
 
     // `{path}` is filled from the call's arguments.

@@ -5,17 +5,20 @@
 //! `cargo run --example quickstart -- "what is 40 + 2?"`.
 //!
 //! - `FERROBOT_BASE_URL`: the server. By default, Ollama at `http://localhost:11434/v1`.
-//! - `FERROBOT_MODEL`: the model. By default, `qwen3:8b`.
+//! - `FERROBOT_MODEL`: the model. By default, `qwen3:8b`; required when
+//!   `FERROBOT_BASE_URL` is set.
 //! - `FERROBOT_API_KEY`: sent as a bearer token, if set.
 //!
 //! Exits with 2 when the server or the model is missing, 1 when the turn fails.
-
-mod common;
+//! The file needs nothing else from this repository: copied into a project of
+//! your own (with `ferrobot`, `futures-util` and `tokio` as dependencies), it
+//! runs as is.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use ferrobot::provider::OpenAiCompatible;
 use ferrobot::{Agent, AgentEvent, tool};
 use futures_util::StreamExt;
 
@@ -38,9 +41,20 @@ async fn add(
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let (provider, base_url, model) = common::provider_from_env();
-    if let Err(code) = common::check_server(&provider, &base_url, &model).await {
-        return code;
+    // The server, the model and the key, from FERROBOT_BASE_URL,
+    // FERROBOT_MODEL and FERROBOT_API_KEY.
+    let provider = match OpenAiCompatible::from_env("FERROBOT") {
+        Ok(provider) => provider,
+        Err(problem) => {
+            eprintln!("{problem}");
+            return ExitCode::from(2);
+        }
+    };
+    // A missing server or model gets a message saying what to do, instead of
+    // a failed turn.
+    if let Err(problem) = provider.check_health().await {
+        eprintln!("{problem}");
+        return ExitCode::from(2);
     }
 
     let agent = Agent::builder()

@@ -5,15 +5,14 @@
 //! the turn; what streamed so far is kept in history, marked interrupted.
 //!
 //! Same environment as `quickstart`: `FERROBOT_BASE_URL` (by default
-//! `http://localhost:11434/v1`), `FERROBOT_MODEL` (by default `qwen3:8b`) and
-//! `FERROBOT_API_KEY`.
-
-mod common;
+//! `http://localhost:11434/v1`), `FERROBOT_MODEL` (by default `qwen3:8b`,
+//! required with another server) and `FERROBOT_API_KEY`.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use ferrobot::agent::Status;
+use ferrobot::provider::OpenAiCompatible;
 use ferrobot::tool::from_fn;
 use ferrobot::{Agent, AgentEvent, Error};
 use futures_util::StreamExt;
@@ -29,9 +28,16 @@ struct CountArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let (provider, base_url, model) = common::provider_from_env();
-    if let Err(code) = common::check_server(&provider, &base_url, &model).await {
-        return code;
+    let provider = match OpenAiCompatible::from_env("FERROBOT") {
+        Ok(provider) => provider,
+        Err(problem) => {
+            eprintln!("{problem}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(problem) = provider.check_health().await {
+        eprintln!("{problem}");
+        return ExitCode::from(2);
     }
 
     let word_count = from_fn(

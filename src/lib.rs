@@ -10,8 +10,9 @@
 //!   OpenAI-compatible chat completions (default), Ollama's native API,
 //!   Anthropic, Gemini and `OpenAI`'s Responses API.
 //! - [`tool`](mod@tool): the [`Tool`] trait, [`ToolContext`], closures as tools, the
-//!   registry, schema portability, and the `tool` and `toolbox` attributes
-//!   (feature `macros`) that make tools from functions.
+//!   registry, schema portability. The `tool` and `toolbox` attributes
+//!   (feature `macros`) make tools from functions; their pages, under
+//!   "Attribute Macros" below, are their reference.
 //! - [`history`]: where conversations are kept between turns (memory;
 //!   SQLite with feature `sqlite`), and fitting them to the context window.
 //! - [`confirm`]: asking the user before a tool runs.
@@ -55,9 +56,20 @@ pub mod __private {
 }
 mod private;
 
+// The attributes' reference lives here rather than in `ferrobot-macros`, so
+// that its examples, which need `ferrobot`, run as doc tests. Rustdoc would
+// append the macro crate's own docs; they are empty in the build it reads
+// (see `macros/src/lib.rs`).
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use ferrobot_macros::{tool, toolbox};
+#[doc(inline)]
+#[doc = include_str!("docs/tool.md")]
+pub use ferrobot_macros::tool;
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+#[doc(inline)]
+#[doc = include_str!("docs/toolbox.md")]
+pub use ferrobot_macros::toolbox;
 
 pub use agent::{Agent, AgentEvent, Reply, TurnStream};
 pub use error::{BoxError, Error, Result};

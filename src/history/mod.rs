@@ -4,7 +4,7 @@
 //! turn and appends each step as it completes: the user's message, then each
 //! assistant message together with the results of its tool calls, in one
 //! call, so a store never holds a tool call without its result.
-//! [`MemoryHistory`] is the default store; [`SqliteHistory`] (feature
+//! [`MemoryHistory`] is the default store; `SqliteHistory` (feature
 //! `sqlite`) keeps conversations in one file across restarts and crashes.
 
 mod context;

@@ -66,7 +66,7 @@ pub use gemini::Gemini;
 pub use ollama::Ollama;
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
-pub use openai::OpenAiCompatible;
+pub use openai::{EnvError, HealthError, OpenAiCompatible};
 #[cfg(feature = "responses")]
 #[cfg_attr(docsrs, doc(cfg(feature = "responses")))]
 pub use responses::OpenAiResponses;

@@ -110,6 +110,30 @@ fn retries() {
     let _ = (patient, impatient);
 }
 
+/// Reads this process's environment and needs a model server: compiled,
+/// not run.
+#[allow(dead_code)]
+async fn from_the_environment() -> std::process::ExitCode {
+    use std::process::ExitCode;
+    use ferrobot::provider::OpenAiCompatible;
+
+    let provider = match OpenAiCompatible::from_env("FERROBOT") {
+        Ok(provider) => provider,
+        Err(problem) => {
+            eprintln!("{problem}"); // names the variable to set
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(problem) = provider.check_health().await {
+        // e.g. can't reach the model server at http://localhost:11434/v1: … —
+        // start Ollama (`ollama serve`), or set FERROBOT_BASE_URL to a running
+        // OpenAI-compatible server
+        eprintln!("{problem}");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
 /// Needs a model server: compiled, not run.
 #[allow(dead_code)]
 async fn health() {

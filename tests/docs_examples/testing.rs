@@ -128,6 +128,43 @@ async fn a_tool_alone() {
     assert_eq!(out.unwrap(), "HI");
 }
 
+#[cfg(feature = "macros")]
+#[tokio::test]
+async fn a_tool_with_state_and_context() {
+    use std::sync::{Arc, Mutex};
+    use ferrobot::tool::{State, Tool, ToolContext};
+    use ferrobot::tool;
+    use serde_json::json;
+
+    /// The heating of one house.
+    pub struct Thermostat {
+        celsius: Mutex<f64>,
+    }
+
+    /// Set the target temperature.
+    #[tool]
+    async fn set(
+        State(thermostat): State<Thermostat>,
+        ctx: &ToolContext,
+        /// The new target, in °C.
+        celsius: f64,
+    ) -> String {
+        *thermostat.celsius.lock().unwrap() = celsius;
+        format!("{} set the heating to {celsius} °C", ctx.conversation())
+    }
+
+    // `run` is the function itself: every parameter, in its order.
+    let thermostat = Arc::new(Thermostat { celsius: Mutex::new(19.0) });
+    let text = set::run(State(thermostat.clone()), &ToolContext::for_test("t"), 20.0).await;
+    assert_eq!(text, "t set the heating to 20 °C");
+    assert_eq!(*thermostat.celsius.lock().unwrap(), 20.0);
+
+    // `call` is the tool as the agent runs it: JSON in, text out, state from the context.
+    let ctx = ToolContext::for_test("t").with_state(Thermostat { celsius: Mutex::new(19.0) });
+    let text = set.call(json!({"celsius": 21.5}), ctx).await.unwrap();
+    assert_eq!(text, "t set the heating to 21.5 °C");
+}
+
 #[tokio::test]
 async fn over_real_http() {
     use ferrobot::{Agent, provider::OpenAiCompatible, testing::text_sse};

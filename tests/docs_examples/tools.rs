@@ -86,6 +86,22 @@ mod tool_macro {
         pub fn inventory() -> Inventory {
             Inventory { items: vec!["nut".into(), "nut".into(), "bolt".into()] }
         }
+
+        #[tokio::test]
+        async fn run_takes_the_injected_parameters_and_call_the_context() {
+            use std::sync::Arc;
+            use ferrobot::tool::{State, Tool, ToolContext};
+
+            let inventory = || Inventory { items: vec!["nut".into(), "nut".into(), "bolt".into()] };
+
+            // The function: its own parameters, in its order, injected ones included.
+            let count = stock::run(ToolContext::for_test("t"), State(Arc::new(inventory())), "nut".into()).await;
+            assert_eq!(count, 2);
+
+            // The tool, as the agent calls it: the state travels in the context.
+            let ctx = ToolContext::for_test("t").with_state(inventory());
+            assert_eq!(stock.call(serde_json::json!({"item": "bolt"}), ctx).await.unwrap(), "1");
+        }
     }
 
     #[tokio::test]

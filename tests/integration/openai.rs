@@ -497,6 +497,75 @@ async fn health_reports_reachability_and_the_model() {
 }
 
 #[tokio::test]
+async fn check_health_says_what_to_fix() {
+    use ferrobot::provider::HealthError;
+
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"object": "list", "data": [{"id": "test-model"}]})),
+        )
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    let health = client(&server).check_health().await.unwrap();
+    assert!(health.is_ok(), "{health:?}");
+
+    let missing = client(&server)
+        .model("llama9")
+        .check_health()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        missing,
+        HealthError::ModelMissing {
+            base_url: url.clone(),
+            model: "llama9".into(),
+            env_prefix: None,
+        }
+    );
+    assert_eq!(
+        missing.to_string(),
+        format!(
+            "the model server at {url} does not serve the model `llama9` — choose a model it serves"
+        )
+    );
+
+    let unset = OpenAiCompatible::new(&url)
+        .check_health()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        unset.to_string(),
+        format!("no model set for {url}: call `.model(\"…\")`, e.g. `.model(\"qwen3:8b\")`")
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = OpenAiCompatible::new(format!("http://127.0.0.1:{port}/v1"))
+        .model("m")
+        .check_health()
+        .await
+        .unwrap_err();
+    let message = down.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "can't reach the model server at http://127.0.0.1:{port}/v1: could not reach"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("— start it, or point the client at a running OpenAI-compatible server"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
 async fn history_with_every_part_converts_to_the_wire_format() {
     let server = server_answering(sse(text_sse("ok"))).await;
     let messages = [

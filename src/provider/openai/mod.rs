@@ -1,6 +1,7 @@
 //! The OpenAI-compatible chat-completions client.
 
 mod decode;
+mod setup;
 mod wire;
 
 use std::fmt;
@@ -19,9 +20,15 @@ use super::http::{
 use super::sse::SseEvents;
 use super::{ChatRequest, EventStream, Health, ProviderError, RetryPolicy, StreamEvent};
 
+pub use self::setup::{EnvError, HealthError};
+
 /// A client for any server speaking `OpenAI`'s chat completions API: `OpenAI`,
 /// Ollama (`http://localhost:11434/v1`), vLLM, llama.cpp's server, LM Studio,
 /// `OpenRouter`, Groq and others, chosen by base URL.
+///
+/// [`from_env`](Self::from_env) reads the server, the model and the key from
+/// environment variables, and [`check_health`](Self::check_health) tells the
+/// user what to fix before a first turn would fail.
 ///
 /// It streams by default; [`streaming(false)`](Self::streaming) sends one
 /// request and decodes the whole answer into the same events, for servers that
@@ -55,6 +62,9 @@ pub struct OpenAiCompatible {
     retry: RetryPolicy,
     read_timeout: Duration,
     client: Result<reqwest::Client, String>,
+    /// The prefix of the variables [`from_env`](Self::from_env) read, so
+    /// that health messages can name them.
+    env_prefix: Option<String>,
 }
 
 impl fmt::Debug for OpenAiCompatible {
@@ -91,6 +101,7 @@ impl OpenAiCompatible {
             retry: RetryPolicy::default(),
             read_timeout: READ_TIMEOUT,
             client: build_client(CONNECT_TIMEOUT),
+            env_prefix: None,
         }
     }
 
