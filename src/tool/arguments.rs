@@ -9,6 +9,7 @@
 use std::fmt;
 
 use jsonschema::Validator;
+use jsonschema::error::ValidationErrorKind;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -122,8 +123,11 @@ pub(crate) fn parse_whole<A: DeserializeOwned>(
     })
 }
 
-/// The constraints of a tool's JSON Schema, compiled once and held against
-/// each call's arguments: ranges (`minimum`, `maximum`, exclusive bounds,
+/// A tool's JSON Schema, compiled once and held against each call's
+/// arguments: for a tool with a Rust type, its constraints (the type already
+/// holds the shape); for a tool that has only a schema (a command tool, a
+/// remote tool), everything: types, required properties, and the constraints:
+/// ranges (`minimum`, `maximum`, exclusive bounds,
 /// `multipleOf`), lengths (`minLength`, `maxLength`, `minItems`,
 /// `maxItems`), `pattern`, `enum`, `const`, `uniqueItems`, and the standard
 /// `format`s (`email`, `uri`, `date-time`, `uuid`, `ipv4`, …; others, such
@@ -194,6 +198,16 @@ impl Constraints {
             .iter_errors(arguments)
             .map(|error| {
                 let path = readable_path(error.instance_path());
+                // A missing property in the words a typed tool uses.
+                if let ValidationErrorKind::Required { property } = error.kind() {
+                    let name = property
+                        .as_str()
+                        .map_or_else(|| property.to_string(), str::to_owned);
+                    return match path.as_str() {
+                        "" => format!("`{name}` is missing"),
+                        path => format!("`{path}.{name}` is missing"),
+                    };
+                }
                 if path.is_empty() {
                     error.to_string()
                 } else {
@@ -278,6 +292,22 @@ mod tests {
         assert_eq!(
             problems(&schema, &json!({"to": "nobody"})),
             ["`to`: \"nobody\" is not a \"email\""]
+        );
+    }
+
+    #[test]
+    fn a_schema_alone_checks_types_and_names_what_is_missing() {
+        let schema = json!({"type": "object", "required": ["n"], "properties": {
+            "n": {"type": "integer"},
+            "at": {"type": "object", "required": ["x"], "properties": {"x": {"type": "number"}}}
+        }});
+        assert_eq!(
+            problems(&schema, &json!({"at": {}})),
+            ["`n` is missing", "`at.x` is missing"]
+        );
+        assert_eq!(
+            problems(&schema, &json!({"n": "3; ls"})),
+            ["`n`: \"3; ls\" is not of type \"integer\""]
         );
     }
 

@@ -165,6 +165,15 @@ const STRICT_FORMATS: [&str; 9] = [
 /// without a simple type is wrapped in `anyOf: [schema, {type: null}]`.
 fn make_nullable(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
+    // `Option<Enum>` comes as `anyOf: [Enum, {type: null}]` already.
+    let takes_null = |variants: &Value| {
+        variants
+            .as_array()
+            .is_some_and(|v| v.iter().any(|s| s.get("type") == Some(&json!("null"))))
+    };
+    if map.get("anyOf").is_some_and(takes_null) {
+        return;
+    }
     match map.get_mut("type") {
         Some(Value::String(t)) => {
             let t = std::mem::take(t);
@@ -221,10 +230,35 @@ const GEMINI_KEYWORDS: [&str; 16] = [
 /// }}));
 /// ```
 pub fn gemini(schema: &Value) -> Value {
+    let (schema, variant_docs) = gemini_parts(schema);
+    fold(schema, &variant_docs)
+}
+
+/// `schema` with the docs of its enum's variants as lines after its own
+/// description.
+fn fold(mut schema: Value, variant_docs: &[String]) -> Value {
+    if let (false, Value::Object(map)) = (variant_docs.is_empty(), &mut schema) {
+        let mut description = map
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|d| format!("{d}\n"))
+            .unwrap_or_default();
+        description.push_str(&variant_docs.join("\n"));
+        map.insert("description".into(), description.into());
+    }
+    schema
+}
+
+/// The schema in Gemini's form, and the docs of enum variants it folded
+/// into one `enum`, for the description of whichever schema ends up
+/// holding that `enum` (this one, or the parent it is merged into).
+fn gemini_parts(schema: &Value) -> (Value, Vec<String>) {
     let Value::Object(map) = schema else {
-        return schema.clone();
+        return (schema.clone(), Vec::new());
     };
     let mut out = Map::new();
+    // The docs of an enum's variants, once its constants became one `enum`.
+    let mut variant_docs = Vec::new();
     // `type: [T, "null"]` → `type: T, nullable: true`; several non-null types
     // become `anyOf`.
     match map.get("type") {
@@ -286,21 +320,35 @@ pub fn gemini(schema: &Value) -> Value {
                 out.insert("items".into(), items);
             }
             "anyOf" | "oneOf" => {
-                let variants: Vec<Value> =
-                    value.as_array().into_iter().flatten().map(gemini).collect();
-                // `anyOf: [X, {type: null}]` is a nullable X.
-                let (nulls, rest): (Vec<Value>, Vec<Value>) = variants
+                let variants: Vec<(Value, Vec<String>)> = value
+                    .as_array()
                     .into_iter()
-                    .partition(|v| v.get("type") == Some(&json!("null")));
+                    .flatten()
+                    .map(gemini_parts)
+                    .collect();
+                // `anyOf: [X, {type: null}]` is a nullable X.
+                let (nulls, rest): (Vec<_>, Vec<_>) = variants
+                    .into_iter()
+                    .partition(|(v, _)| v.get("type") == Some(&json!("null")));
                 if !nulls.is_empty() {
                     out.insert("nullable".into(), Value::Bool(true));
                 }
-                if let [only] = rest.as_slice() {
-                    if let Value::Object(only) = only {
+                let rest: Vec<Value> = match <[_; 1]>::try_from(rest) {
+                    // One schema left: it is this one, docs and all.
+                    Ok([(Value::Object(only), docs)]) => {
                         for (k, v) in only {
-                            out.entry(k.clone()).or_insert_with(|| v.clone());
+                            out.entry(k).or_insert(v);
                         }
+                        variant_docs = docs;
+                        Vec::new()
                     }
+                    Ok([(other, docs)]) => vec![fold(other, &docs)],
+                    Err(rest) => rest.into_iter().map(|(v, docs)| fold(v, &docs)).collect(),
+                };
+                if let Some(constants) = Constants::of(&rest) {
+                    out.insert("type".into(), constants.ty);
+                    out.insert("enum".into(), Value::Array(constants.values));
+                    variant_docs = constants.docs;
                 } else if !rest.is_empty() {
                     out.insert("anyOf".into(), Value::Array(rest));
                 }
@@ -329,5 +377,52 @@ pub fn gemini(schema: &Value) -> Value {
     if !out.contains_key("type") && !out.contains_key("anyOf") {
         out.insert("type".into(), "object".into());
     }
-    Value::Object(out)
+    (Value::Object(out), variant_docs)
+}
+
+/// Variants that are each one constant of one type — a unit enum whose
+/// variants have doc comments — which Gemini takes only as a typed `enum`.
+struct Constants {
+    ty: Value,
+    values: Vec<Value>,
+    /// `- value: doc` for each documented variant.
+    docs: Vec<String>,
+}
+
+impl Constants {
+    /// `variants` in Gemini's form (a constant is a one-value `enum`), or
+    /// `None` unless every one is a constant of the same type.
+    fn of(variants: &[Value]) -> Option<Self> {
+        let mut ty: Option<&Value> = None;
+        let mut values = Vec::with_capacity(variants.len());
+        let mut docs = Vec::new();
+        for variant in variants {
+            let map = variant.as_object()?;
+            if map
+                .keys()
+                .any(|k| !matches!(k.as_str(), "type" | "enum" | "description"))
+            {
+                return None;
+            }
+            let [value] = map.get("enum")?.as_array()?.as_slice() else {
+                return None;
+            };
+            let this = map.get("type")?;
+            if *ty.get_or_insert(this) != this {
+                return None;
+            }
+            if let Some(doc) = map.get("description").and_then(Value::as_str) {
+                let name = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                docs.push(format!("- {name}: {doc}"));
+            }
+            values.push(value.clone());
+        }
+        Some(Self {
+            ty: ty?.clone(),
+            values,
+            docs,
+        })
+    }
 }

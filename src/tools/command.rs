@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -10,7 +11,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::message::ToolSpec;
-use crate::tool::{Tool, ToolContext, ToolError, fill_placeholders};
+use crate::tool::arguments::normalize;
+use crate::tool::{Constraints, Tool, ToolContext, ToolError, fill_placeholders};
 
 /// A tool that runs a program with arguments filled from the model's.
 ///
@@ -30,18 +32,14 @@ use crate::tool::{Tool, ToolContext, ToolError, fill_placeholders};
 #[derive(Debug, Clone)]
 pub struct CommandTool {
     spec: ToolSpec,
+    /// The schema compiled at the first call, once the params are known.
+    checks: Arc<OnceLock<Constraints>>,
     command: Vec<String>,
-    params: Vec<Param>,
+    /// The params' names, in order.
+    params: Vec<String>,
     timeout: Duration,
     max_output: usize,
     confirm: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-struct Param {
-    name: String,
-    kind: ParamKind,
-    required: bool,
 }
 
 /// The type of a command tool's parameter.
@@ -83,6 +81,7 @@ impl CommandTool {
                 description,
                 json!({"type": "object", "properties": {}, "required": []}),
             ),
+            checks: Arc::default(),
             command: command.into_iter().map(Into::into).collect(),
             params: Vec::new(),
             timeout: Duration::from_secs(30),
@@ -99,11 +98,8 @@ impl CommandTool {
         if required && let Some(list) = schema["required"].as_array_mut() {
             list.push(json!(name));
         }
-        self.params.push(Param {
-            name: name.to_owned(),
-            kind,
-            required,
-        });
+        self.params.push(name.to_owned());
+        self.checks = Arc::default();
         self
     }
 
@@ -137,7 +133,7 @@ impl CommandTool {
                     break;
                 };
                 let key = &rest[open + 1..open + close];
-                if !self.params.iter().any(|p| p.name == key) {
+                if !self.params.iter().any(|p| p == key) {
                     return Err(format!(
                         "`{{{key}}}` in the command of `{}` is not one of its params",
                         self.spec.name
@@ -152,44 +148,25 @@ impl CommandTool {
         Ok(())
     }
 
-    /// The arguments as text, each checked against its type.
+    /// The arguments as text, once they hold to the schema (the same
+    /// check, and the same words, as every other tool's).
     fn values(&self, arguments: &Value) -> Result<Map<String, Value>, ToolError> {
-        let mut values = Map::new();
-        let mut problems = Vec::new();
-        for param in &self.params {
-            match arguments.get(&param.name).filter(|v| !v.is_null()) {
-                None if param.required => problems.push(format!("`{}` is missing", param.name)),
-                None => {
-                    values.insert(param.name.clone(), Value::String(String::new()));
-                }
-                Some(value) => {
-                    let text = match (param.kind, value) {
-                        (ParamKind::String, Value::String(s)) => Some(s.clone()),
-                        (ParamKind::Integer, Value::Number(n)) if n.is_i64() || n.is_u64() => {
-                            Some(n.to_string())
-                        }
-                        (ParamKind::Number, Value::Number(n)) => Some(n.to_string()),
-                        (ParamKind::Boolean, Value::Bool(b)) => Some(b.to_string()),
-                        _ => None,
-                    };
-                    match text {
-                        Some(text) => {
-                            values.insert(param.name.clone(), Value::String(text));
-                        }
-                        None => problems.push(format!(
-                            "`{}`: expected {}, got `{value}`",
-                            param.name,
-                            param.kind.json_type()
-                        )),
-                    }
-                }
-            }
-        }
-        if problems.is_empty() {
-            Ok(values)
-        } else {
-            Err(ToolError::arguments_mismatch(&self.spec.name, problems))
-        }
+        let arguments = normalize(arguments.clone());
+        self.checks
+            .get_or_init(|| Constraints::new(&self.spec.parameters))
+            .check(&self.spec.name, &arguments)?;
+        Ok(self
+            .params
+            .iter()
+            .map(|param| {
+                let text = match arguments.get(param) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                (param.clone(), Value::String(text))
+            })
+            .collect())
     }
 
     async fn run(&self, arguments: Value) -> Result<String, ToolError> {

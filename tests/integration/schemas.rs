@@ -63,6 +63,44 @@ enum Shape {
     Square { side: f64 },
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum Amount {
+    /// A count.
+    Count(u32),
+    /// A share, from 0 to 1.
+    Share(f64),
+    /// In words.
+    Words(String),
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Action {
+    /// Do nothing.
+    Idle,
+    /// Move by so much.
+    Move { dx: i32, dy: i32 },
+    /// Say something.
+    Say(String),
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "t", content = "c")]
+enum Event {
+    /// Started.
+    Start(u64),
+    /// Stopped.
+    Stop,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Color {
+    Red,
+    Green,
+}
+
 /// No arguments.
 #[tool]
 async fn s01_none() {}
@@ -239,6 +277,44 @@ async fn s21_tuple(
 ) {
 }
 
+/// An untagged enum.
+#[tool]
+async fn s23_untagged(
+    /** How much. */
+    amount: Amount,
+) {
+}
+
+/// An externally tagged enum mixing unit and data variants.
+#[tool]
+async fn s24_external(
+    /** What to do. */
+    action: Action,
+    /** Then, maybe. */
+    then: Option<Action>,
+) {
+}
+
+/// An adjacently tagged enum.
+#[tool]
+async fn s25_adjacent(
+    /** What happened. */
+    event: Event,
+) {
+}
+
+/// An optional tagged enum and an undocumented unit enum.
+#[tool]
+async fn s26_optional_tagged(
+    /** What to draw, if anything. */
+    shape: Option<Shape>,
+    /** Which color. */
+    color: Color,
+    /** Which colors. */
+    palette: Vec<Color>,
+) {
+}
+
 /// Everything at once.
 #[tool]
 async fn s22_mixed(
@@ -277,6 +353,10 @@ fn all() -> Vec<Box<dyn Tool>> {
         Box::new(s20_value),
         Box::new(s21_tuple),
         Box::new(s22_mixed),
+        Box::new(s23_untagged),
+        Box::new(s24_external),
+        Box::new(s25_adjacent),
+        Box::new(s26_optional_tagged),
     ]
 }
 
@@ -327,6 +407,29 @@ fn check_gemini(name: &str, schema: &Value) {
                 value.is_string(),
                 "{name}: Gemini wants one type at {path}, got {value}"
             );
+        }
+        // Every schema is typed, or a choice of typed schemas; a choice of
+        // constants is a typed `enum`.
+        if key == "properties" || key == "items" {
+            let schemas: Vec<&Value> = match value {
+                Value::Object(props) if key == "properties" => props.values().collect(),
+                other => vec![other],
+            };
+            for schema in schemas {
+                assert!(
+                    schema.get("type").is_some() || schema.get("anyOf").is_some(),
+                    "{name}: Gemini wants a type under {path}/{key}: {schema}"
+                );
+                if let Some(Value::Array(variants)) = schema.get("anyOf") {
+                    assert!(
+                        !variants.iter().all(|v| v
+                            .get("enum")
+                            .and_then(Value::as_array)
+                            .is_some_and(|e| e.len() == 1)),
+                        "{name}: constants as `anyOf` under {path}/{key}; Gemini wants a typed `enum`"
+                    );
+                }
+            }
         }
     }
 }

@@ -146,7 +146,7 @@ mod command_tools {
         assert!(bad.is_invalid_arguments());
         assert!(
             bad.message()
-                .contains("`n`: expected integer, got `\"3; ls\"`"),
+                .contains("`n`: \"3; ls\" is not of type \"integer\""),
             "{}",
             bad.message()
         );
