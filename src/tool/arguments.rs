@@ -8,12 +8,11 @@
 
 use std::fmt;
 
-use jsonschema::Validator;
-use jsonschema::error::ValidationErrorKind;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ToolError;
+use super::validate::{Kind, Schema};
 
 /// Arguments as a model may send them for a tool without any: `""` or
 /// `null` mean `{}`.
@@ -129,9 +128,11 @@ pub(crate) fn parse_whole<A: DeserializeOwned>(
 /// remote tool), everything: types, required properties, and the constraints:
 /// ranges (`minimum`, `maximum`, exclusive bounds,
 /// `multipleOf`), lengths (`minLength`, `maxLength`, `minItems`,
-/// `maxItems`), `pattern`, `enum`, `const`, `uniqueItems`, and the standard
+/// `maxItems`), `pattern`, `enum`, `const`, `uniqueItems`, the standard
 /// `format`s (`email`, `uri`, `date-time`, `uuid`, `ipv4`, …; others, such
-/// as schemars' `uint8`, are left to the type).
+/// as schemars' `uint8`, are left to the type), `anyOf`/`oneOf`/`allOf`/`not`
+/// and local `$ref`s. Keywords beyond those are left alone, as JSON Schema
+/// does with keywords it doesn't know.
 ///
 /// `#[tool]` and [`from_fn`](super::from_fn) tools use it in
 /// [`check_arguments`](super::Tool::check_arguments) and in `call`, so a
@@ -161,7 +162,7 @@ pub(crate) fn parse_whole<A: DeserializeOwned>(
 pub struct Constraints {
     /// `Err` when the schema itself is broken (a bad `pattern`, say): the
     /// developer's mistake, told to whoever calls the tool.
-    validator: Result<Validator, String>,
+    validator: Result<Schema, String>,
 }
 
 impl fmt::Debug for Constraints {
@@ -177,10 +178,7 @@ impl Constraints {
     /// that is no regular expression) gives constraints that refuse every
     /// call, saying why, rather than constraints that hold nothing.
     pub fn new(schema: &Value) -> Self {
-        let validator = jsonschema::options()
-            .should_validate_formats(true)
-            .build(schema)
-            .map_err(|e| e.to_string());
+        let validator = Schema::new(schema);
         if let Err(error) = &validator {
             tracing::error!(%error, "a tool's argument schema is not a valid JSON Schema; its calls will be refused");
         }
@@ -195,24 +193,14 @@ impl Constraints {
     pub fn problems(&self, arguments: &Value) -> Result<Vec<String>, String> {
         let validator = self.validator.as_ref().map_err(Clone::clone)?;
         Ok(validator
-            .iter_errors(arguments)
-            .map(|error| {
-                let path = readable_path(error.instance_path());
+            .problems(arguments)
+            .into_iter()
+            .map(|problem| match (problem.kind, problem.path.as_str()) {
                 // A missing property in the words a typed tool uses.
-                if let ValidationErrorKind::Required { property } = error.kind() {
-                    let name = property
-                        .as_str()
-                        .map_or_else(|| property.to_string(), str::to_owned);
-                    return match path.as_str() {
-                        "" => format!("`{name}` is missing"),
-                        path => format!("`{path}.{name}` is missing"),
-                    };
-                }
-                if path.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("`{path}`: {error}")
-                }
+                (Kind::Missing(name), "") => format!("`{name}` is missing"),
+                (Kind::Missing(name), path) => format!("`{path}.{name}` is missing"),
+                (Kind::Other(what), "") => what,
+                (Kind::Other(what), path) => format!("`{path}`: {what}"),
             })
             .collect())
     }
@@ -233,24 +221,6 @@ impl Constraints {
             ))),
         }
     }
-}
-
-/// A JSON pointer (`/rooms/0/name`) written as Rust users and models read
-/// paths: `rooms[0].name`.
-fn readable_path(location: &jsonschema::paths::Location) -> String {
-    let mut path = String::new();
-    for segment in location.iter() {
-        match segment {
-            jsonschema::paths::LocationSegment::Index(i) => path.push_str(&format!("[{i}]")),
-            jsonschema::paths::LocationSegment::Property(name) => {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(&name);
-            }
-        }
-    }
-    path
 }
 
 #[cfg(test)]

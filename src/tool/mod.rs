@@ -16,6 +16,7 @@ pub(crate) mod context;
 mod func;
 mod registry;
 pub mod schema;
+mod validate;
 
 use std::fmt;
 use std::time::Duration;
