@@ -1,11 +1,11 @@
 //! Writing the code for a parsed tool.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{ImplItem, ItemImpl, ReturnType, Type};
+use syn::{Ident, ImplItem, ItemImpl, ReturnType, Type};
 
-use super::parse::{Confirm, Errors, Param, ToolFn, last_segment, mentions};
+use super::parse::{Arg, Confirm, Errors, Param, ToolAttrs, ToolFn, last_segment, mentions};
 
 /// A free function: a unit struct named like the function (the value given
 /// to `.tool(…)`), the function itself as `name::run`, and the `Tool` impl.
@@ -201,36 +201,32 @@ pub(crate) fn toolbox(mut block: ItemImpl) -> syn::Result<TokenStream> {
 /// The arguments struct and the `Tool` impl for `holder`, calling `call`.
 fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenStream {
     let name = &tool.name;
-    let description = &tool.description;
-    let args: Vec<_> = tool.args().collect();
-    let fields = args.iter().map(|arg| {
-        let (ident, ty, attrs) = (&arg.ident, &arg.ty, &arg.field_attrs);
-        quote! { #(#attrs)* #ident: #ty }
-    });
-    // Trait checks sit on the argument's type, so the error points there.
-    let checks = args.iter().map(|arg| {
-        let ty = &arg.ty;
-        quote_spanned! {ty.span()=>
-            tool_arguments_must_implement_deserialize_and_json_schema::<#ty>();
-        }
-    });
-    let field_checks = args.iter().map(|arg| {
-        let (ty, wire, optional) = (&arg.ty, &arg.wire_name, arg.optional);
-        quote!(::ferrobot::__private::FieldCheck::new::<#ty>(#wire, #optional))
-    });
+    let args: Vec<&Arg> = tool.args().collect();
+    let pipeline = arguments_pipeline(name, &tool.description, &args, &[]);
+    let args_type = args_type(&args);
     let mut states = Vec::new();
     let call_args: Vec<TokenStream> = tool
         .params
         .iter()
         .map(|param| match param {
-            Param::Context { by_ref: true } => quote!(&ctx),
-            Param::Context { by_ref: false } => quote!(::std::clone::Clone::clone(&ctx)),
-            Param::State(_) => {
-                let state = format_ident!("__ferrobot_state{}", states.len());
-                states.push(quote! {
-                    let #state = ::ferrobot::__private::FromContext::from_context(&ctx)?;
-                });
-                quote!(#state)
+            Param::Context {
+                by_ref: true, ty, ..
+            } => quote_spanned! {ty.span()=>
+                <#ty as ::ferrobot::__private::BorrowedContext>::borrow(&ctx)
+            },
+            Param::Context {
+                by_ref: false,
+                ty,
+                marked,
+            }
+            | Param::State { ty, marked } => {
+                let injected = format_ident!("__ferrobot_injected{}", states.len());
+                let how = injection_trait(*marked);
+                let from_context = quote_spanned! {ty.span()=>
+                    <#ty as #how>::from_context(&ctx)?
+                };
+                states.push(quote! { let #injected = #from_context; });
+                quote!(#injected)
             }
             Param::Arg(arg) => {
                 let ident = &arg.ident;
@@ -239,9 +235,15 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
         })
         .collect();
     let state_types = tool.params.iter().filter_map(|param| match param {
-        Param::State(ty) => Some(quote_spanned! {ty.span()=>
-            <#ty as ::ferrobot::__private::FromContext>::state_type()
-        }),
+        Param::Context {
+            by_ref: false,
+            ty,
+            marked,
+        }
+        | Param::State { ty, marked } => {
+            let how = injection_trait(*marked);
+            Some(quote_spanned! {ty.span()=> <#ty as #how>::state_type() })
+        }
         _ => None,
     });
     // The tool's own check, last: it sees arguments that fit the schema.
@@ -262,67 +264,16 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
         quote!()
     };
     let convert = output_conversion(&tool.func.sig.output);
-    let confirmation = match &tool.attrs.confirm {
-        None => quote!(::std::option::Option::None),
-        Some(Confirm::Default) => quote!(::std::option::Option::Some(
-            ::ferrobot::__private::default_confirmation(#name, arguments)
-        )),
-        Some(Confirm::Template(template)) => quote!(::std::option::Option::Some(
-            ::ferrobot::tool::fill_placeholders(#template, arguments)
-        )),
-    };
-    let exclusive = tool.attrs.exclusive;
-    let timeout = match tool.attrs.timeout_ms {
-        Some(ms) => quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms))),
-        None => quote!(::std::option::Option::None),
-    };
-    let retries = match tool.attrs.retries {
-        Some(n) => quote! {
-            fn argument_retries(&self) -> u32 {
-                #n
-            }
-        },
-        None => quote!(),
-    };
-    let platforms = &tool.attrs.platforms;
-    let requires = &tool.attrs.requires;
-    let availability = if platforms.is_empty() && requires.is_empty() {
-        quote!(::std::result::Result::Ok(()))
-    } else {
-        quote! {
-            static AVAILABLE: ::std::sync::OnceLock<::std::result::Result<(), ::std::string::String>> =
-                ::std::sync::OnceLock::new();
-            ::std::clone::Clone::clone(AVAILABLE.get_or_init(|| {
-                ::ferrobot::__private::availability(&[#(#platforms),*], &[#(#requires),*])
-            }))
-        }
-    };
+    let options = options(&tool.attrs, name);
     quote! {
         const _: () = {
-            fn tool_arguments_must_implement_deserialize_and_json_schema<
-                T: ::ferrobot::__private::serde::de::DeserializeOwned + ::ferrobot::__private::schemars::JsonSchema,
-            >() {}
-            const _: fn() = || {
-                #(#checks)*
-            };
-
-            #[derive(::ferrobot::__private::serde::Deserialize, ::ferrobot::__private::schemars::JsonSchema)]
-            #[serde(crate = "::ferrobot::__private::serde")]
-            #[schemars(crate = "::ferrobot::__private::schemars")]
-            #[allow(non_camel_case_types, dead_code)]
-            struct __ferrobot_args { #(#fields),* }
-
-            static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
-                ::ferrobot::ToolSpec::new(#name, #description, ::ferrobot::tool::schema::for_type::<__ferrobot_args>())
-            });
-            static CONSTRAINTS: ::std::sync::LazyLock<::ferrobot::tool::Constraints> =
-                ::std::sync::LazyLock::new(|| ::ferrobot::tool::Constraints::new(&SPEC.parameters));
+            #pipeline
 
             /// The model's arguments, or every problem with them.
             fn __ferrobot_parse(
                 arguments: ::ferrobot::__private::Value,
-            ) -> ::std::result::Result<__ferrobot_args, ::ferrobot::tool::ToolError> {
-                let __args: __ferrobot_args = ::ferrobot::__private::parse_arguments(#name, arguments, &[#(#field_checks),*], &CONSTRAINTS)?;
+            ) -> ::std::result::Result<#args_type, ::ferrobot::tool::ToolError> {
+                let __args = (__ferrobot_kit().parse)(arguments)?;
                 #check
                 ::std::result::Result::Ok(__args)
             }
@@ -352,30 +303,209 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
                     __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
                 }
 
-                fn confirmation(&self, arguments: &::ferrobot::__private::Value) -> ::std::option::Option<::std::string::String> {
-                    let _ = arguments;
-                    #confirmation
-                }
-
-                fn is_exclusive(&self) -> bool {
-                    #exclusive
-                }
-
                 fn state_types(&self) -> ::std::vec::Vec<::ferrobot::tool::StateType> {
-                    ::std::vec![#(#state_types),*]
+                    ::ferrobot::__private::state_types(&[#(#state_types),*])
                 }
 
-                fn timeout(&self) -> ::std::option::Option<::std::time::Duration> {
-                    #timeout
-                }
-
-                fn availability(&self) -> ::std::result::Result<(), ::std::string::String> {
-                    #availability
-                }
-
-                #retries
+                #options
             }
         };
+    }
+}
+
+/// The trait an injected parameter's type is held to: one whose message
+/// speaks of the type's name, or of the `#[ctx]`/`#[state]` mark.
+fn injection_trait(marked: bool) -> TokenStream {
+    if marked {
+        quote!(::ferrobot::__private::Marked)
+    } else {
+        quote!(::ferrobot::__private::Injected)
+    }
+}
+
+/// The hidden arguments struct with the types written in the tool,
+/// `__ferrobot_args<A, B, …>`.
+fn args_type(args: &[&Arg]) -> TokenStream {
+    let types = args.iter().filter(|a| a.generic).map(|a| &a.ty);
+    quote!(__ferrobot_args<#(#types),*>)
+}
+
+/// The hidden items that read the model's arguments, the same for every
+/// kind of tool: `__ferrobot_args` (one field per argument, deriving
+/// `Deserialize` and `JsonSchema`), `SPEC`, `CONSTRAINTS`, and
+/// `__ferrobot_kit()`, whose `parse` runs the pipeline of
+/// `__private::parse_arguments` (normalized, read field by field, held to
+/// the schema's constraints).
+///
+/// The struct is generic over the arguments' types, and made concrete in
+/// one place, `__ferrobot_kit()`, where each type is asked with a
+/// `__private::Probe` (spanned at the type) whether it is `Deserialize` and
+/// `JsonSchema`. A type that isn't gets one error there, naming the derives,
+/// and the rest of the code goes on with a stand-in type, so that the
+/// derives add no errors of their own (issue 13: 7 errors and 200 lines
+/// naming serde's internals before). An argument with a serde or schemars
+/// attribute that names code (`with`, `default`, …) keeps its type in the
+/// struct, since that code is written for the type.
+fn arguments_pipeline(
+    name: &str,
+    description: &str,
+    args: &[&Arg],
+    container_attrs: &[syn::Attribute],
+) -> TokenStream {
+    let generic: Vec<&&Arg> = args.iter().filter(|a| a.generic).collect();
+    let params: Vec<Ident> = (0..generic.len())
+        .map(|i| format_ident!("__ferrobot_T{}", i))
+        .collect();
+    let answers: Vec<Ident> = (0..generic.len())
+        .map(|i| format_ident!("__ferrobot_S{}", i))
+        .collect();
+    let mut next = 0;
+    let mut field_types = Vec::new();
+    let mut answer_types = Vec::new();
+    for arg in args {
+        if arg.generic {
+            field_types.push(params[next].to_token_stream());
+            answer_types.push(answers[next].to_token_stream());
+            next += 1;
+        } else {
+            field_types.push(arg.ty.to_token_stream());
+            answer_types.push(arg.ty.to_token_stream());
+        }
+    }
+    let fields = args.iter().zip(&field_types).map(|(arg, ty)| {
+        let (ident, attrs) = (&arg.ident, &arg.field_attrs);
+        quote! { #(#attrs)* #ident: #ty }
+    });
+    let written = generic.iter().map(|a| &a.ty);
+    let bounds = generic.iter().zip(&answers).map(|(arg, answer)| {
+        let ty = &arg.ty;
+        quote! {
+            #answer: ::ferrobot::__private::serde::de::DeserializeOwned
+                + ::ferrobot::__private::schemars::JsonSchema
+                + ::ferrobot::__private::Take<#ty>
+        }
+    });
+    let probes = generic.iter().map(|arg| {
+        let ty = &arg.ty;
+        quote_spanned! {ty.span()=>
+            (&&::ferrobot::__private::Probe::<#ty>::new()).__ferrobot_argument()
+        }
+    });
+    let field_checks = args.iter().zip(&answer_types).map(|(arg, ty)| {
+        let (wire, optional) = (&arg.wire_name, arg.optional);
+        if arg.custom_read {
+            quote!(::ferrobot::__private::FieldCheck::presence(#wire, #optional))
+        } else {
+            quote!(::ferrobot::__private::FieldCheck::new::<#ty>(#wire, #optional))
+        }
+    });
+    let takes = args.iter().map(|arg| {
+        let ident = &arg.ident;
+        if arg.generic {
+            quote!(#ident: ::ferrobot::__private::Take::__ferrobot_take(__args.#ident))
+        } else {
+            quote!(#ident: __args.#ident)
+        }
+    });
+    let args_type = quote!(__ferrobot_args<#(#written),*>);
+    quote! {
+        #[derive(::ferrobot::__private::serde::Deserialize, ::ferrobot::__private::schemars::JsonSchema)]
+        #[serde(crate = "::ferrobot::__private::serde")]
+        #[schemars(crate = "::ferrobot::__private::schemars")]
+        #(#container_attrs)*
+        #[allow(non_camel_case_types, dead_code)]
+        struct __ferrobot_args<#(#params),*> { #(#fields),* }
+
+        #[allow(clippy::type_complexity)]
+        fn __ferrobot_kit_for<#(#bounds),*>(
+            _: (#(::ferrobot::__private::Probe<#answers>,)*),
+        ) -> ::ferrobot::__private::Kit<#args_type> {
+            ::ferrobot::__private::Kit {
+                schema: ::ferrobot::tool::schema::for_type::<__ferrobot_args<#(#answers),*>>,
+                parse: |arguments| {
+                    let __args: __ferrobot_args<#(#answers),*> = ::ferrobot::__private::parse_arguments(
+                        #name,
+                        arguments,
+                        &[#(#field_checks),*],
+                        &CONSTRAINTS,
+                    )?;
+                    ::std::result::Result::Ok(__ferrobot_args { #(#takes),* })
+                },
+            }
+        }
+
+        /// How this tool's arguments are read: the one place their types
+        /// are asked whether they can be.
+        fn __ferrobot_kit() -> ::ferrobot::__private::Kit<#args_type> {
+            #[allow(unused_imports)]
+            use ::ferrobot::__private::{ViaArgument as _, ViaNoArgument as _};
+            __ferrobot_kit_for((#(#probes,)*))
+        }
+
+        static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
+            ::ferrobot::ToolSpec::new(#name, #description, (__ferrobot_kit().schema)())
+        });
+        static CONSTRAINTS: ::std::sync::LazyLock<::ferrobot::tool::Constraints> =
+            ::std::sync::LazyLock::new(|| ::ferrobot::tool::Constraints::new(&SPEC.parameters));
+    }
+}
+
+/// The `Tool` methods that come from `#[tool(…)]`'s options.
+fn options(attrs: &ToolAttrs, name: &str) -> TokenStream {
+    let confirmation = match &attrs.confirm {
+        None => quote!(::std::option::Option::None),
+        Some(Confirm::Default) => quote!(::std::option::Option::Some(
+            ::ferrobot::__private::default_confirmation(#name, arguments)
+        )),
+        Some(Confirm::Template(template)) => quote!(::std::option::Option::Some(
+            ::ferrobot::tool::fill_placeholders(#template, arguments)
+        )),
+    };
+    let exclusive = attrs.exclusive;
+    let timeout = match attrs.timeout_ms {
+        Some(ms) => quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms))),
+        None => quote!(::std::option::Option::None),
+    };
+    let retries = match attrs.retries {
+        Some(n) => quote! {
+            fn argument_retries(&self) -> u32 {
+                #n
+            }
+        },
+        None => quote!(),
+    };
+    let platforms = &attrs.platforms;
+    let requires = &attrs.requires;
+    let availability = if platforms.is_empty() && requires.is_empty() {
+        quote!(::std::result::Result::Ok(()))
+    } else {
+        quote! {
+            static AVAILABLE: ::std::sync::OnceLock<::std::result::Result<(), ::std::string::String>> =
+                ::std::sync::OnceLock::new();
+            ::std::clone::Clone::clone(AVAILABLE.get_or_init(|| {
+                ::ferrobot::__private::availability(&[#(#platforms),*], &[#(#requires),*])
+            }))
+        }
+    };
+    quote! {
+        fn confirmation(&self, arguments: &::ferrobot::__private::Value) -> ::std::option::Option<::std::string::String> {
+            let _ = arguments;
+            #confirmation
+        }
+
+        fn is_exclusive(&self) -> bool {
+            #exclusive
+        }
+
+        fn timeout(&self) -> ::std::option::Option<::std::time::Duration> {
+            #timeout
+        }
+
+        fn availability(&self) -> ::std::result::Result<(), ::std::string::String> {
+            #availability
+        }
+
+        #retries
     }
 }
 
@@ -392,8 +522,10 @@ fn output_conversion(output: &ReturnType) -> TokenStream {
     };
     let success = quote_spanned! {span=> {
         #[allow(unused_imports)]
-        use ::ferrobot::__private::{ViaIntoToolOutput as _, ViaNothing as _, ViaSerialize as _};
-        (&&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
+        use ::ferrobot::__private::{
+            ViaIntoToolOutput as _, ViaNothing as _, ViaSerialize as _, ViaSerializeResult as _,
+        };
+        (&&&&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
     }};
     let is_result = match output {
         ReturnType::Type(_, ty) => last_segment(ty).is_some_and(|s| s.ident == "Result"),

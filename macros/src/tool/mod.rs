@@ -77,14 +77,16 @@ fn fallback(item: TokenStream) -> TokenStream {
 }
 
 /// Takes off a signature's parameter attributes that only the macro
-/// understands (doc comments, `#[serde]`, `#[schemars]`).
+/// understands (doc comments, `#[serde]`, `#[schemars]`, `#[ctx]`,
+/// `#[state]`).
 fn strip(sig: &mut syn::Signature) {
     for input in &mut sig.inputs {
         if let syn::FnArg::Typed(typed) = input {
             typed.attrs.retain(|a| {
                 !(a.path().is_ident("doc")
                     || a.path().is_ident("serde")
-                    || a.path().is_ident("schemars"))
+                    || a.path().is_ident("schemars")
+                    || parse::is_marker(a))
             });
         }
     }
