@@ -167,7 +167,7 @@ impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ViaArgument for &Pro
     message = "`{Self}` can't be a tool argument: it must implement `serde::Deserialize` and `schemars::JsonSchema`",
     label = "the model's arguments are read into this type, and described to the model by its JSON Schema",
     note = "derive both on your type: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (with `schemars` 1.x and serde's `derive` feature in your Cargo.toml)",
-    note = "if the agent should pass this value rather than the model, take it as `State<T>` (shared state) or `ToolContext`, or mark the parameter `#[state]` or `#[ctx]`"
+    note = "a value the agent passes rather than the model is no argument: in a `#[tool]` function take it as `State<T>` or `ToolContext` (or mark it `#[state]` or `#[ctx]`); with `#[derive(Tool)]` get it from `call`'s `ToolContext`"
 )]
 pub trait ToolArgument {}
 

@@ -5,7 +5,9 @@ use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ImplItem, ItemImpl, ReturnType, Type};
 
-use super::parse::{Arg, Confirm, Errors, Param, ToolAttrs, ToolFn, last_segment, mentions};
+use super::parse::{
+    Arg, Confirm, Errors, Param, ToolAttrs, ToolFn, ToolStruct, last_segment, mentions,
+};
 
 /// A free function: a unit struct named like the function (the value given
 /// to `.tool(…)`), the function itself as `name::run`, and the `Tool` impl.
@@ -87,6 +89,137 @@ pub(crate) fn stand_in(mut func: syn::ItemFn) -> TokenStream {
                 ::std::unreachable!("`#[tool]` reported an error")
             }
         }
+    }
+}
+
+/// A struct deriving `Tool`: the same hidden items as a `#[tool]`
+/// function's, a hidden unit struct implementing `Tool` by reading the
+/// arguments into the struct and calling its `TypedTool::call`, and
+/// `Name::tool()` to register it.
+pub(crate) fn derive(tool: &ToolStruct) -> TokenStream {
+    let (ident, vis, name) = (&tool.ident, &tool.vis, &tool.name);
+    let args: Vec<&Arg> = tool.args.iter().collect();
+    let pipeline = arguments_pipeline(name, &tool.description, &args, &tool.container_attrs);
+    let args_type = args_type(&args);
+    let fields: Vec<&Ident> = args.iter().map(|a| &a.ident).collect();
+    let construct = if tool.braced {
+        quote!(#ident { #(#fields: __args.#fields),* })
+    } else {
+        quote!(#ident)
+    };
+    let check = tool.attrs.check.as_ref().map(|path| {
+        quote_spanned! {path.span()=>
+            ::ferrobot::__private::checked(#name, #path(&__value))?;
+        }
+    });
+    let typed_call = quote_spanned! {ident.span()=>
+        <#ident as ::ferrobot::tool::TypedTool>::call(__value, ctx)
+    };
+    let convert = convert_output(ident.span());
+    let options = options(&tool.attrs, name);
+    let holder = tool_holder(ident);
+    quote! {
+        const _: () = {
+            #pipeline
+
+            /// The model's arguments as the struct, or every problem with them.
+            fn __ferrobot_parse(
+                arguments: ::ferrobot::__private::Value,
+            ) -> ::std::result::Result<#ident, ::ferrobot::tool::ToolError> {
+                let __args: #args_type = (__ferrobot_kit().parse)(arguments)?;
+                let __value = #construct;
+                #check
+                ::std::result::Result::Ok(__value)
+            }
+
+            #holder
+
+            impl ::ferrobot::tool::Tool for __ferrobot_tool {
+                fn spec(&self) -> &::ferrobot::ToolSpec {
+                    &SPEC
+                }
+
+                fn call(
+                    &self,
+                    arguments: ::ferrobot::__private::Value,
+                    ctx: ::ferrobot::ToolContext,
+                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                    ::std::boxed::Box::pin(async move {
+                        let __value = __ferrobot_parse(arguments)?;
+                        let __value = #typed_call.await;
+                        #convert
+                    })
+                }
+
+                fn check_arguments(
+                    &self,
+                    arguments: &::ferrobot::__private::Value,
+                ) -> ::std::result::Result<(), ::ferrobot::tool::ToolError> {
+                    __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
+                }
+
+                #options
+            }
+
+            impl #ident {
+                /// The tool whose arguments are this struct, made by
+                /// `#[derive(Tool)]`: register it with
+                /// `Agent::builder().tool(…)`. It reads the model's
+                /// arguments into the struct and runs its `TypedTool::call`.
+                #[allow(dead_code)]
+                #vis fn tool() -> impl ::ferrobot::tool::Tool + ::std::marker::Copy + ::std::fmt::Debug {
+                    __ferrobot_tool
+                }
+            }
+        };
+    }
+}
+
+/// The hidden unit struct a derived tool is.
+fn tool_holder(ident: &Ident) -> TokenStream {
+    let doc = format!("The tool `{ident}::tool()` returns.");
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone, Copy, Default)]
+        #[allow(non_camel_case_types)]
+        struct __ferrobot_tool;
+    }
+}
+
+/// What stands for a derived tool whose attribute has errors (already
+/// reported): `Name::tool()`, returning a tool that is never called, so
+/// that its uses raise no errors of their own.
+pub(crate) fn derive_stand_in(input: &syn::DeriveInput) -> TokenStream {
+    if !input.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let (ident, vis) = (&input.ident, &input.vis);
+    let holder = tool_holder(ident);
+    quote! {
+        const _: () = {
+            #holder
+
+            impl ::ferrobot::tool::Tool for __ferrobot_tool {
+                fn spec(&self) -> &::ferrobot::ToolSpec {
+                    ::std::unreachable!("`#[derive(Tool)]` reported an error")
+                }
+
+                fn call(
+                    &self,
+                    _: ::ferrobot::__private::Value,
+                    _: ::ferrobot::ToolContext,
+                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                    ::std::unreachable!("`#[derive(Tool)]` reported an error")
+                }
+            }
+
+            impl #ident {
+                #[allow(dead_code)]
+                #vis fn tool() -> impl ::ferrobot::tool::Tool + ::std::marker::Copy + ::std::fmt::Debug {
+                    __ferrobot_tool
+                }
+            }
+        };
     }
 }
 
@@ -520,13 +653,7 @@ fn output_conversion(output: &ReturnType) -> TokenStream {
         ReturnType::Type(_, ty) => ty.span(),
         ReturnType::Default => proc_macro2::Span::call_site(),
     };
-    let success = quote_spanned! {span=> {
-        #[allow(unused_imports)]
-        use ::ferrobot::__private::{
-            ViaIntoToolOutput as _, ViaNothing as _, ViaSerialize as _, ViaSerializeResult as _,
-        };
-        (&&&&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
-    }};
+    let success = convert_output(span);
     let is_result = match output {
         ReturnType::Type(_, ty) => last_segment(ty).is_some_and(|s| s.ident == "Result"),
         ReturnType::Default => false,
@@ -544,4 +671,17 @@ fn output_conversion(output: &ReturnType) -> TokenStream {
             #success
         }}
     }
+}
+
+/// `__value` as the text the model reads, by the rules of
+/// `output_conversion`; a type that can't become text is reported at
+/// `span`.
+fn convert_output(span: proc_macro2::Span) -> TokenStream {
+    quote_spanned! {span=> {
+        #[allow(unused_imports)]
+        use ::ferrobot::__private::{
+            ViaIntoToolOutput as _, ViaNothing as _, ViaSerialize as _, ViaSerializeResult as _,
+        };
+        (&&&&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
+    }}
 }

@@ -242,7 +242,14 @@ impl ToolFn {
             .as_ref()
             .map_or_else(|| func.sig.ident.to_string(), LitStr::value);
         if let Some(Confirm::Template(template)) = &attrs.confirm {
-            check_placeholders(template, &params, &mut errors);
+            check_placeholders(
+                template,
+                params.iter().filter_map(|p| match p {
+                    Param::Arg(arg) => Some(&**arg),
+                    _ => None,
+                }),
+                &mut errors,
+            );
         }
         func.attrs.retain(|a| !a.path().is_ident("tool"));
         errors.finish()?;
@@ -263,6 +270,173 @@ impl ToolFn {
             _ => None,
         })
     }
+}
+
+/// A struct deriving `Tool`, understood: its fields are the model's
+/// arguments.
+pub(crate) struct ToolStruct {
+    pub(crate) attrs: ToolAttrs,
+    pub(crate) ident: Ident,
+    pub(crate) vis: syn::Visibility,
+    pub(crate) description: String,
+    pub(crate) name: String,
+    pub(crate) args: Vec<Arg>,
+    /// `#[serde(…)]` and `#[schemars(…)]` on the struct, for the arguments
+    /// struct (`rename_all`, `deny_unknown_fields`, …).
+    pub(crate) container_attrs: Vec<Attribute>,
+    /// `struct Name;`, `struct Name {…}`: how to build one.
+    pub(crate) braced: bool,
+}
+
+impl ToolStruct {
+    /// Reads `#[derive(Tool)]`'s input, reporting every mistake at once.
+    pub(crate) fn parse(input: syn::DeriveInput) -> syn::Result<Self> {
+        let mut errors = Errors::default();
+        let mut attrs = ToolAttrs::default();
+        let mut seen_options = false;
+        for attr in input.attrs.iter().filter(|a| a.path().is_ident("tool")) {
+            match &attr.meta {
+                syn::Meta::Path(_) => {}
+                syn::Meta::List(list) if !seen_options => {
+                    seen_options = true;
+                    if let Some(parsed) = errors.take(ToolAttrs::parse(list.tokens.clone())) {
+                        attrs = parsed;
+                    }
+                }
+                syn::Meta::List(list) => errors.push(syn::Error::new_spanned(
+                    list,
+                    "put every option in one `#[tool(…)]`",
+                )),
+                syn::Meta::NameValue(nv) => errors.push(syn::Error::new_spanned(
+                    nv,
+                    "write `#[tool(…)]`, e.g. `#[tool(name = \"set_thermostat\")]`",
+                )),
+            }
+        }
+        if !input.generics.params.is_empty() {
+            errors.push(syn::Error::new_spanned(
+                &input.generics,
+                "a tool's arguments struct can't be generic: the model's arguments are read into \
+                 one concrete type",
+            ));
+        }
+        let container_attrs: Vec<Attribute> = input
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+            .cloned()
+            .collect();
+        let rename_all = rename_all(&container_attrs);
+        let mut args = Vec::new();
+        let mut braced = true;
+        match &input.data {
+            syn::Data::Struct(data) => match &data.fields {
+                syn::Fields::Named(named) => {
+                    for field in &named.named {
+                        let field_attrs: Vec<Attribute> = field
+                            .attrs
+                            .iter()
+                            .filter(|a| {
+                                a.path().is_ident("doc")
+                                    || a.path().is_ident("serde")
+                                    || a.path().is_ident("schemars")
+                            })
+                            .cloned()
+                            .collect();
+                        let ident = field.ident.clone().expect("named fields have names");
+                        if let Some(arg) = errors.take(Arg::new(
+                            ident,
+                            field.ty.clone(),
+                            field_attrs,
+                            rename_all.as_deref(),
+                        )) {
+                            args.push(arg);
+                        }
+                    }
+                }
+                syn::Fields::Unit => braced = false,
+                syn::Fields::Unnamed(unnamed) => errors.push(syn::Error::new_spanned(
+                    unnamed,
+                    "name the fields (e.g. `struct SetThermostat { celsius: f64 }`): each name is \
+                     the JSON key the model writes",
+                )),
+            },
+            _ => errors.push(syn::Error::new_spanned(
+                &input.ident,
+                "`#[derive(Tool)]` goes on a struct whose fields are the model's arguments; for \
+                 alternatives, make an enum one of its fields",
+            )),
+        }
+        let description = match (&attrs.description, doc_text(&input.attrs)) {
+            (Some(description), _) => description.value(),
+            (None, Some(doc)) => doc,
+            (None, None) => {
+                errors.push(syn::Error::new_spanned(
+                    &input.ident,
+                    "add a `///` doc comment saying what the tool does (the model reads it to decide \
+                     when to call the tool), or set `#[tool(description = \"…\")]`",
+                ));
+                String::new()
+            }
+        };
+        let name = attrs
+            .name
+            .as_ref()
+            .map_or_else(|| snake_case(&input.ident.to_string()), LitStr::value);
+        if let Some(Confirm::Template(template)) = &attrs.confirm {
+            check_placeholders(template, args.iter(), &mut errors);
+        }
+        errors.finish()?;
+        Ok(Self {
+            attrs,
+            ident: input.ident,
+            vis: input.vis,
+            description,
+            name,
+            args,
+            container_attrs,
+            braced,
+        })
+    }
+}
+
+/// `SetThermostat` → `set_thermostat`, the default name of a derived tool.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let after_lower =
+                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let before_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let after_upper = i > 0 && chars[i - 1].is_uppercase();
+            if after_lower || (after_upper && before_lower) {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The struct's `#[serde(rename_all = "…")]`, which renames its fields'
+/// JSON keys.
+fn rename_all(attrs: &[Attribute]) -> Option<String> {
+    let mut rule = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename_all") && meta.input.peek(syn::Token![=]) {
+                let lit: LitStr = meta.value()?.parse()?;
+                rule = Some(lit.value());
+                Ok(())
+            } else {
+                skip_meta_value(&meta)
+            }
+        });
+    }
+    rule
 }
 
 impl ToolAttrs {
@@ -616,7 +790,11 @@ fn parse_duration(lit: &LitStr) -> syn::Result<u64> {
 }
 
 /// Every `{name}` in a confirmation template must name an argument.
-fn check_placeholders(template: &LitStr, params: &[Param], errors: &mut Errors) {
+fn check_placeholders<'a>(
+    template: &LitStr,
+    args: impl Iterator<Item = &'a Arg> + Clone,
+    errors: &mut Errors,
+) {
     let text = template.value();
     let mut rest = text.as_str();
     while let Some(open) = rest.find('{') {
@@ -624,16 +802,11 @@ fn check_placeholders(template: &LitStr, params: &[Param], errors: &mut Errors) 
             break;
         };
         let key = &rest[open + 1..open + close];
-        let known = params
-            .iter()
-            .any(|p| matches!(p, Param::Arg(a) if a.wire_name == key));
+        let known = args.clone().any(|a| a.wire_name == key);
         if !known {
-            let names: Vec<String> = params
-                .iter()
-                .filter_map(|p| match p {
-                    Param::Arg(a) => Some(format!("{{{}}}", a.wire_name)),
-                    _ => None,
-                })
+            let names: Vec<String> = args
+                .clone()
+                .map(|a| format!("{{{}}}", a.wire_name))
                 .collect();
             errors.push(syn::Error::new_spanned(
                 template,
