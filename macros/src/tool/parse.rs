@@ -242,14 +242,14 @@ impl ToolFn {
             .as_ref()
             .map_or_else(|| func.sig.ident.to_string(), LitStr::value);
         if let Some(Confirm::Template(template)) = &attrs.confirm {
-            check_placeholders(
-                template,
-                params.iter().filter_map(|p| match p {
+            let args: Vec<&Arg> = params
+                .iter()
+                .filter_map(|p| match p {
                     Param::Arg(arg) => Some(&**arg),
                     _ => None,
-                }),
-                &mut errors,
-            );
+                })
+                .collect();
+            check_placeholders(template, &args, &mut errors);
         }
         func.attrs.retain(|a| !a.path().is_ident("tool"));
         errors.finish()?;
@@ -384,7 +384,7 @@ impl ToolStruct {
             .as_ref()
             .map_or_else(|| snake_case(&input.ident.to_string()), LitStr::value);
         if let Some(Confirm::Template(template)) = &attrs.confirm {
-            check_placeholders(template, args.iter(), &mut errors);
+            check_placeholders(template, &args.iter().collect::<Vec<_>>(), &mut errors);
         }
         errors.finish()?;
         Ok(Self {
@@ -790,11 +790,7 @@ fn parse_duration(lit: &LitStr) -> syn::Result<u64> {
 }
 
 /// Every `{name}` in a confirmation template must name an argument.
-fn check_placeholders<'a>(
-    template: &LitStr,
-    args: impl Iterator<Item = &'a Arg> + Clone,
-    errors: &mut Errors,
-) {
+fn check_placeholders(template: &LitStr, args: &[&Arg], errors: &mut Errors) {
     let text = template.value();
     let mut rest = text.as_str();
     while let Some(open) = rest.find('{') {
@@ -802,10 +798,10 @@ fn check_placeholders<'a>(
             break;
         };
         let key = &rest[open + 1..open + close];
-        let known = args.clone().any(|a| a.wire_name == key);
+        let known = args.iter().any(|a| a.wire_name == key);
         if !known {
             let names: Vec<String> = args
-                .clone()
+                .iter()
                 .map(|a| format!("{{{}}}", a.wire_name))
                 .collect();
             errors.push(syn::Error::new_spanned(
