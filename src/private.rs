@@ -38,22 +38,189 @@ pub fn checked<E: std::fmt::Display>(tool: &str, outcome: Result<(), E>) -> Resu
     outcome.map_err(|problem| ToolError::arguments_mismatch(tool, [problem]))
 }
 
-/// Injected parameters.
-pub trait FromContext: Sized {
+/// A parameter the agent passes rather than the model: `#[tool]` takes a
+/// parameter for one when its type is written `ToolContext` or `State<…>`
+/// (alone or through `ferrobot::` or `tool::`), or when it is marked
+/// `#[ctx]` or `#[state]`. The guess from a name is then held to this
+/// bound, so a type of the user's own that happens to share the name is an
+/// error that says what to do, never a silent misreading.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not ferrobot's `State<T>` or `ToolContext`, so the agent can't pass it to the tool",
+    label = "`#[tool]` takes a parameter whose type is named `State<…>` or `ToolContext` from the agent, not from the model",
+    note = "for the agent's shared state write `State<T>` with `use ferrobot::tool::State;`, or `ferrobot::tool::State<T>`",
+    note = "for an argument the model sends, of a type of your own named `State` or `ToolContext`, write the type with a path, such as `self::State<…>`, or import it under another name"
+)]
+pub trait Injected: Sized {
     fn from_context(ctx: &ToolContext) -> Result<Self, ToolError>;
 
     /// The shared state the parameter reads, for the agent's check at
     /// `build()`.
-    fn state_type() -> StateType;
+    fn state_type() -> Option<StateType>;
 }
 
-impl<T: Send + Sync + 'static> FromContext for State<T> {
+impl<T: Send + Sync + 'static> Injected for State<T> {
     fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
         State::from_context(ctx)
     }
 
-    fn state_type() -> StateType {
-        StateType::of::<T>()
+    fn state_type() -> Option<StateType> {
+        Some(StateType::of::<T>())
+    }
+}
+
+impl Injected for ToolContext {
+    fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        Ok(ctx.clone())
+    }
+
+    fn state_type() -> Option<StateType> {
+        None
+    }
+}
+
+/// A parameter marked `#[ctx]` or `#[state]`: [`Injected`], with a message
+/// about the mark.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not ferrobot's `State<T>` or `ToolContext`, so the agent can't pass it to the tool",
+    label = "`#[state]` and `#[ctx]` mark parameters the agent passes, not the model",
+    note = "take the agent's shared value as `State<T>` (`#[state] State(value): State<T>`) and the call's context as `ToolContext`; for an argument the model sends, remove the mark"
+)]
+pub trait Marked: Sized {
+    fn from_context(ctx: &ToolContext) -> Result<Self, ToolError>;
+
+    fn state_type() -> Option<StateType>;
+}
+
+impl<T: Injected> Marked for T {
+    fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        T::from_context(ctx)
+    }
+
+    fn state_type() -> Option<StateType> {
+        T::state_type()
+    }
+}
+
+/// `ctx: &ToolContext`, the one parameter that may be borrowed.
+#[diagnostic::on_unimplemented(
+    message = "`&{Self}` is not `&ferrobot::ToolContext`, so the agent can't pass it to the tool",
+    label = "`#[tool]` passes the call's `ToolContext` to a borrowed parameter named so or marked `#[ctx]`",
+    note = "only the `ToolContext` may be borrowed; an argument the model sends is an owned value (`String`, not `&str`)"
+)]
+pub trait BorrowedContext {
+    fn borrow(ctx: &ToolContext) -> &Self;
+}
+
+impl BorrowedContext for ToolContext {
+    fn borrow(ctx: &ToolContext) -> &Self {
+        ctx
+    }
+}
+
+/// The state types a tool's injected parameters read.
+pub fn state_types(types: &[Option<StateType>]) -> Vec<StateType> {
+    types.iter().flatten().copied().collect()
+}
+
+/// A tool's arguments as the model sends them: `A` is the hidden arguments
+/// struct, with each argument of the type written in the tool. Made once per
+/// tool by generated code, so that whether each argument's type can be read
+/// from JSON is asked in one place ([`Probe`]).
+pub struct Kit<A> {
+    /// The JSON Schema of the arguments.
+    pub schema: fn() -> Value,
+    /// Reads the model's arguments (without the tool's own check).
+    pub parse: fn(Value) -> Result<A, ToolError>,
+}
+
+/// Asks, for one argument's type `T`, whether it is `Deserialize` and
+/// `JsonSchema`, by method resolution on `&&Probe<T>` as [`Out`] does:
+/// [`ViaArgument`] answers `Probe<T>` when it is; otherwise
+/// [`ViaNoArgument`] answers `Probe<Invalid<T>>` under a bound nothing
+/// meets, which is the one error the user sees, at the argument's type.
+/// The generated code goes on with `Invalid<T>` in place of `T`, which
+/// reads and describes itself, so that no derive adds errors of its own.
+pub struct Probe<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> Probe<T> {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+pub trait ViaArgument {
+    type Argument;
+    fn __ferrobot_argument(&self) -> Probe<Self::Argument>;
+}
+
+impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ViaArgument for &Probe<T> {
+    type Argument = T;
+    fn __ferrobot_argument(&self) -> Probe<T> {
+        Probe::new()
+    }
+}
+
+/// What a model's argument must be; implemented by nothing, so that a type
+/// that is not `Deserialize` and `JsonSchema` gets one error that says so.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` can't be a tool argument: it must implement `serde::Deserialize` and `schemars::JsonSchema`",
+    label = "the model's arguments are read into this type, and described to the model by its JSON Schema",
+    note = "derive both on your type: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (with `schemars` 1.x and serde's `derive` feature in your Cargo.toml)",
+    note = "a value the agent passes rather than the model is no argument: in a `#[tool]` function take it as `State<T>` or `ToolContext` (or mark it `#[state]` or `#[ctx]`); with `#[derive(Tool)]` get it from `call`'s `ToolContext`"
+)]
+pub trait ToolArgument {}
+
+pub trait ViaNoArgument<T> {
+    fn __ferrobot_argument(&self) -> Probe<Invalid<T>>
+    where
+        T: ToolArgument;
+}
+
+impl<T> ViaNoArgument<T> for Probe<T> {
+    fn __ferrobot_argument(&self) -> Probe<Invalid<T>>
+    where
+        T: ToolArgument,
+    {
+        unreachable!("no type implements `ToolArgument`")
+    }
+}
+
+/// Stands for an argument type that can't be one, already reported; never
+/// made, since the program does not compile.
+pub struct Invalid<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<'de, T> serde::Deserialize<'de> for Invalid<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        unreachable!("`#[tool]` reported an error")
+    }
+}
+
+impl<T> schemars::JsonSchema for Invalid<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Invalid".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::Schema::default()
+    }
+}
+
+/// An argument, read as its [`Probe`]'s answer, into the type written in
+/// the tool: itself, or (never at run time) from an [`Invalid`].
+pub trait Take<T> {
+    fn __ferrobot_take(self) -> T;
+}
+
+impl<T> Take<T> for T {
+    fn __ferrobot_take(self) -> T {
+        self
+    }
+}
+
+impl<T> Take<T> for Invalid<T> {
+    fn __ferrobot_take(self) -> T {
+        unreachable!("`#[tool]` reported an error")
     }
 }
 
@@ -106,11 +273,12 @@ pub(crate) fn on_path(program: &str) -> bool {
 }
 
 /// A tool's return value on its way to text. Which conversion applies is
-/// chosen by method resolution ("autoref specialisation") on `&&Out<T>`:
+/// chosen by method resolution ("autoref specialisation") on `&&&&Out<T>`:
 /// types with an [`IntoToolOutput`] impl (text, `()`, numbers, JSON values)
-/// use it; any other `Serialize` type becomes JSON; anything else reaches
-/// [`ViaNothing`], whose bound fails with the message of [`ToolReturn`] at
-/// the tool's return type.
+/// use it; a `Result` whose `Ok` type is any other `Serialize` becomes its
+/// JSON or the error's message; any other `Serialize` type becomes JSON;
+/// anything else reaches [`ViaNothing`], whose bound fails with the message
+/// of [`ToolReturn`] at the tool's return type.
 pub struct Out<T>(Cell<Option<T>>);
 
 impl<T> Out<T> {
@@ -127,9 +295,20 @@ pub trait ViaIntoToolOutput {
     fn __ferrobot_output(&self) -> Result<String, ToolError>;
 }
 
-impl<T: IntoToolOutput> ViaIntoToolOutput for &Out<T> {
+impl<T: IntoToolOutput> ViaIntoToolOutput for &&&Out<T> {
     fn __ferrobot_output(&self) -> Result<String, ToolError> {
         self.take().into_tool_output()
+    }
+}
+
+pub trait ViaSerializeResult {
+    fn __ferrobot_output(&self) -> Result<String, ToolError>;
+}
+
+impl<T: serde::Serialize, E: std::fmt::Display> ViaSerializeResult for &&Out<Result<T, E>> {
+    fn __ferrobot_output(&self) -> Result<String, ToolError> {
+        let value = self.take().map_err(ToolError::new)?;
+        serde_json::to_string(&value).map_err(ToolError::from)
     }
 }
 
@@ -137,7 +316,7 @@ pub trait ViaSerialize {
     fn __ferrobot_output(&self) -> Result<String, ToolError>;
 }
 
-impl<T: serde::Serialize> ViaSerialize for &&Out<T> {
+impl<T: serde::Serialize> ViaSerialize for &Out<T> {
     fn __ferrobot_output(&self) -> Result<String, ToolError> {
         serde_json::to_string(&self.take()).map_err(ToolError::from)
     }

@@ -1,4 +1,4 @@
-//! The `#[tool]` and `#[toolbox]` attributes of
+//! The `#[tool]` and `#[toolbox]` attributes and `#[derive(Tool)]` of
 //! [ferrobot](https://docs.rs/ferrobot). Use them as
 //! [`ferrobot::tool`](https://docs.rs/ferrobot/latest/ferrobot/attr.tool.html) and
 //! [`ferrobot::toolbox`](https://docs.rs/ferrobot/latest/ferrobot/attr.toolbox.html),
@@ -42,4 +42,16 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn toolbox(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand_toolbox(attr.into(), item.into()).into()
+}
+
+#[cfg_attr(
+    doc,
+    doc = "Makes a ferrobot tool out of a documented arguments struct.\n\n\
+           Use it as [`ferrobot::Tool`](https://docs.rs/ferrobot/latest/ferrobot/derive.Tool.html), \
+           whose page is the reference."
+)]
+#[cfg_attr(not(doc), allow(missing_docs))]
+#[proc_macro_derive(Tool, attributes(tool, serde, schemars))]
+pub fn derive_tool(item: TokenStream) -> TokenStream {
+    tool::expand_derive(item.into()).into()
 }

@@ -49,6 +49,16 @@ pub struct FieldCheck {
 }
 
 impl FieldCheck {
+    /// The argument `name`, read by a function of the tool's own
+    /// (`#[serde(with = …)]`): checked alone only for being there.
+    pub fn presence(name: &'static str, optional: bool) -> Self {
+        Self {
+            name,
+            optional,
+            check: |_| Ok(()),
+        }
+    }
+
     /// The argument `name` (as the model writes it), of type `T`.
     pub fn new<T: DeserializeOwned>(name: &'static str, optional: bool) -> Self {
         Self {

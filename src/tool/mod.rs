@@ -19,6 +19,7 @@ pub mod schema;
 mod validate;
 
 use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -28,6 +29,14 @@ pub use arguments::Constraints;
 pub use context::{Notifier, State, StateType, ToolContext};
 pub use func::{FnTool, from_fn};
 pub use registry::ToolRegistry;
+
+// The derive beside the trait it is named after, as serde's are: `use
+// ferrobot::tool::Tool;` (or `ferrobot::Tool`) brings in both.
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+#[doc(inline)]
+#[doc = include_str!("../docs/derive_tool.md")]
+pub use ferrobot_macros::Tool;
 
 use crate::message::ToolSpec;
 
@@ -146,7 +155,7 @@ impl fmt::Debug for dyn Tool {
 /// Converts a value into a shareable tool; `Agent::builder().tool(…)` takes it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool",
-    note = "mark the function with `#[ferrobot::tool]`, build a tool with `ferrobot::tool::from_fn`, or implement `ferrobot::tool::Tool`"
+    note = "mark the function with `#[ferrobot::tool]`, register `Name::tool()` of a struct with `#[derive(ferrobot::Tool)]`, build a tool with `ferrobot::tool::from_fn`, or implement `ferrobot::tool::Tool`"
 )]
 pub trait IntoTool {
     /// Makes the shareable tool.
@@ -163,6 +172,65 @@ impl IntoTool for std::sync::Arc<dyn Tool> {
     fn into_tool(self) -> std::sync::Arc<dyn Tool> {
         self
     }
+}
+
+/// What a tool whose arguments are a struct deriving
+/// [`Tool`](derive@crate::Tool) does with them.
+///
+/// `#[derive(Tool)]` gives the struct's schema, description and options;
+/// this impl gives the behaviour. The agent reads the model's arguments
+/// into the struct (checked as for `#[tool]`), then calls
+/// [`call`](Self::call) with them. Register the tool with
+/// `Agent::builder().tool(Name::tool())`.
+///
+/// # Examples
+/// ```
+/// use ferrobot::tool::{Tool, ToolContext, TypedTool};
+/// use serde::Deserialize;
+/// use schemars::JsonSchema;
+///
+/// /// Add two integers.
+/// #[derive(Deserialize, JsonSchema, Tool)]
+/// struct Add {
+///     /// The first operand.
+///     a: i64,
+///     /// The second operand.
+///     b: i64,
+/// }
+///
+/// impl TypedTool for Add {
+///     type Output = i64;
+///
+///     async fn call(self, _ctx: ToolContext) -> i64 {
+///         self.a + self.b
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let text = Add::tool().call(serde_json::json!({"a": 2, "b": 3}), ToolContext::for_test("t")).await;
+/// assert_eq!(text.unwrap(), "5");
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` derives `Tool` but has no behaviour: implement `ferrobot::tool::TypedTool` for it",
+    label = "the model's arguments are read into `{Self}`, then handed to its `TypedTool::call`",
+    note = "write `impl TypedTool for {Self}` with `type Output = String;` (or any type a tool may return) and `async fn call(self, ctx: ToolContext) -> Self::Output`"
+)]
+pub trait TypedTool: Sized {
+    /// What `call` returns, which becomes the text the model reads, as a
+    /// `#[tool]` function's return value does: text as is, `()` as `Done.`,
+    /// numbers and `bool` as their text, any other `serde::Serialize` type
+    /// as JSON, and a `Result` as its `Ok` value that way or its error's
+    /// message, marked as an error.
+    type Output;
+
+    /// Runs the tool with the model's arguments, read and checked. Called
+    /// only after the agent checked that the tool is enabled and available,
+    /// and got the user's approval if the tool asks for it. Write it as an
+    /// `async fn`; the future must be `Send`, since the agent runs calls on
+    /// any of its runtime's threads.
+    fn call(self, ctx: ToolContext) -> impl Future<Output = Self::Output> + Send;
 }
 
 /// A tool's failure, as the model will read it.

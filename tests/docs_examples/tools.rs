@@ -104,6 +104,91 @@ mod tool_macro {
         }
     }
 
+    mod switch {
+        use ferrobot::tool::{State as Shared, ToolContext as Context};
+        use ferrobot::tool;
+
+        /// Where a switch should be: the model's to choose.
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "lowercase")]
+        pub enum State {
+            On,
+            Off,
+        }
+
+        pub struct Lights;
+
+        /// Switch the lights.
+        #[tool]
+        pub async fn switch(
+            /// On or off.
+            state: State,
+            #[state] Shared(_lights): Shared<Lights>,
+            #[ctx] ctx: &Context,
+        ) -> String {
+            format!("{}: {}", ctx.conversation(), matches!(state, State::On))
+        }
+
+        #[tokio::test]
+        async fn a_type_of_your_own_named_state_is_an_argument() {
+            use ferrobot::tool::{Tool, ToolContext};
+            let _ = State::Off;
+            assert_eq!(switch.spec().parameters["properties"]["state"]["enum"], serde_json::json!(["on", "off"]));
+            let ctx = ToolContext::for_test("t").with_state(Lights);
+            assert_eq!(switch.call(serde_json::json!({"state": "on"}), ctx).await.unwrap(), "t: true");
+        }
+    }
+
+    mod derived {
+        use ferrobot::tool::{Tool, ToolContext, TypedTool};
+
+        /// Set the thermostat of a room.
+        #[derive(Tool)]
+        #[tool(confirm = "Set {room} to {celsius} °C?", timeout = "10s")]
+        pub struct SetThermostat {
+            /// Degrees Celsius.
+            #[schemars(range(min = 5, max = 30))]
+            pub celsius: f64,
+            /// The room, in lower case, e.g. "kitchen".
+            pub room: String,
+        }
+
+        impl TypedTool for SetThermostat {
+            type Output = String;
+
+            async fn call(self, ctx: ToolContext) -> String {
+                format!("{} set {} to {} °C", ctx.conversation(), self.room, self.celsius)
+            }
+        }
+
+        #[tokio::test]
+        async fn the_struct_and_the_tool_are_testable() {
+            use ferrobot::tool::{Tool, ToolContext, TypedTool};
+
+            let direct = SetThermostat { celsius: 20.0, room: "hall".into() };
+            assert_eq!(direct.call(ToolContext::for_test("t")).await, "t set hall to 20 °C");
+
+            let tool = SetThermostat::tool();
+            let out = tool.call(serde_json::json!({"celsius": 21, "room": "hall"}), ToolContext::for_test("t")).await;
+            assert_eq!(out.unwrap(), "t set hall to 21 °C");
+            assert!(tool.check_arguments(&serde_json::json!({"celsius": 40, "room": "hall"})).is_err());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_derived_tool_registers_with_tool() {
+        let mock = MockProvider::new()
+            .then(MockTurn::new().tool_call("set_thermostat", json!({"celsius": 21, "room": "hall"})))
+            .then(MockTurn::new().text("Done."));
+        let agent = Agent::builder()
+            .provider(mock)
+            .tool(derived::SetThermostat::tool())
+            .confirm(|_: ferrobot::confirm::ConfirmRequest| async { true })
+            .build();
+        let reply = agent.handle("a", "warm the hall").await.unwrap();
+        assert_eq!(reply.tool_calls[0].content, "a set hall to 21 °C");
+    }
+
     #[tokio::test]
     async fn state_is_injected() {
         let mock = MockProvider::new()

@@ -378,3 +378,173 @@ async fn a_model_that_keeps_sending_bad_arguments_is_stopped() {
     );
     assert_eq!(reply.text, "I could not.");
 }
+
+/// Where a heating should be set.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Mode {
+    /// Warm.
+    Comfort,
+    /// Cool, to save energy.
+    Eco,
+}
+
+/// The heating of the house, shared by the tools.
+struct Heating {
+    celsius: std::sync::Mutex<f64>,
+}
+
+/// Rooms that can be heated.
+fn heatable(args: &SetHeating) -> Result<(), String> {
+    if args.room == "attic" {
+        return Err("the attic has no radiator; pick another room".into());
+    }
+    Ok(())
+}
+
+/// Set the heating of a room.
+#[derive(ferrobot::Tool)]
+#[serde(rename_all = "camelCase")]
+#[tool(confirm = "Heat {roomName}?", check = heatable, timeout = "1s", retries = 1)]
+struct SetHeating {
+    /// The room.
+    #[serde(rename = "roomName")]
+    room: String,
+    /// Degrees Celsius.
+    #[schemars(range(min = 5, max = 30))]
+    target_celsius: f64,
+    /// The mode; comfort if not given.
+    mode: Option<Mode>,
+}
+
+impl ferrobot::tool::TypedTool for SetHeating {
+    type Output = Result<DiskReport, std::io::Error>;
+
+    async fn call(self, ctx: ToolContext) -> Self::Output {
+        let State(heating) = State::<Heating>::from_context(&ctx)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        *heating.celsius.lock().unwrap() = self.target_celsius;
+        let unit = match self.mode.unwrap_or(Mode::Comfort) {
+            Mode::Comfort => Unit::Gigabytes,
+            Mode::Eco => Unit::Bytes,
+        };
+        Ok(DiskReport {
+            path: self.room,
+            free: self.target_celsius as u64,
+            unit,
+        })
+    }
+}
+
+#[test]
+fn a_derived_tool_has_the_schema_and_options_of_its_struct() {
+    let tool = SetHeating::tool();
+    let spec = tool.spec();
+    assert_eq!(spec.name, "set_heating");
+    assert_eq!(spec.description, "Set the heating of a room.");
+    let properties = &spec.parameters["properties"];
+    assert_eq!(properties["roomName"]["description"], "The room.");
+    assert_eq!(properties["targetCelsius"]["maximum"], 30.0);
+    assert_eq!(
+        spec.parameters["required"],
+        json!(["roomName", "targetCelsius"])
+    );
+    assert_eq!(
+        tool.confirmation(&json!({"roomName": "hall"})).as_deref(),
+        Some("Heat hall?")
+    );
+    assert_eq!(tool.timeout(), Some(Duration::from_secs(1)));
+    assert_eq!(tool.argument_retries(), 1);
+    assert!(!tool.is_exclusive());
+}
+
+#[tokio::test]
+async fn a_derived_tool_runs_through_the_agent_with_checked_arguments() {
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call(
+            "set_heating",
+            json!({"roomName": "attic", "targetCelsius": 50, "mode": "tropical"}),
+        ))
+        .then(MockTurn::new().tool_call(
+            "set_heating",
+            json!({"roomName": "hall", "targetCelsius": 21, "mode": "eco"}),
+        ))
+        .then(MockTurn::new().text("The hall is at 21 °C."));
+    let heating = Arc::new(Heating {
+        celsius: std::sync::Mutex::new(19.0),
+    });
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(SetHeating::tool())
+        .state(Arc::clone(&heating))
+        .confirm(move |_: ferrobot::confirm::ConfirmRequest| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { true }
+        })
+        .build();
+    let reply = agent.handle("a", "warm the hall").await.unwrap();
+    assert_eq!(reply.text, "The hall is at 21 °C.");
+    let outcomes: Vec<ToolOutcome> = reply.tool_calls.iter().map(|r| r.outcome).collect();
+    assert_eq!(outcomes, [ToolOutcome::InvalidArguments, ToolOutcome::Ok]);
+    // The first call was turned back before anyone was asked.
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    let first = &reply.tool_calls[0].content;
+    assert!(
+        first.starts_with("Invalid arguments for `set_heating`:"),
+        "{first}"
+    );
+    assert!(
+        first.contains("- `mode`: unknown variant `tropical`"),
+        "{first}"
+    );
+    assert_eq!(
+        reply.tool_calls[1].content,
+        r#"{"path":"hall","free":21,"unit":"bytes"}"#
+    );
+    assert_eq!(*heating.celsius.lock().unwrap(), 21.0);
+    // Schema constraints, then the tool's own check, once the types fit.
+    let tool = SetHeating::tool();
+    let hot = tool
+        .check_arguments(&json!({"roomName": "hall", "targetCelsius": 50}))
+        .unwrap_err();
+    assert!(
+        hot.message()
+            .contains("- `targetCelsius`: 50 is greater than the maximum of 30"),
+        "{}",
+        hot.message()
+    );
+    let attic = tool
+        .check_arguments(&json!({"roomName": "attic", "targetCelsius": 20}))
+        .unwrap_err();
+    assert!(attic.message().contains("- the attic has no radiator"));
+}
+
+#[tokio::test]
+async fn a_derived_tool_reports_its_own_failure_to_the_model() {
+    let error = SetHeating::tool()
+        .call(
+            json!({"roomName": "hall", "targetCelsius": 20}),
+            ToolContext::for_test("t"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        error.message().contains("needs shared state of type"),
+        "{}",
+        error.message()
+    );
+    // The struct stays the user's, callable directly.
+    let ctx = ToolContext::for_test("t").with_state(Heating {
+        celsius: std::sync::Mutex::new(19.0),
+    });
+    let direct = SetHeating {
+        room: "hall".into(),
+        target_celsius: 22.0,
+        mode: None,
+    };
+    let report = ferrobot::tool::TypedTool::call(direct, ctx).await.unwrap();
+    assert_eq!(report.free, 22);
+    assert_eq!(report.unit, Unit::Gigabytes);
+}

@@ -1,11 +1,13 @@
 //! Writing the code for a parsed tool.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{ImplItem, ItemImpl, ReturnType, Type};
+use syn::{Ident, ImplItem, ItemImpl, ReturnType, Type};
 
-use super::parse::{Confirm, Errors, Param, ToolFn, last_segment, mentions};
+use super::parse::{
+    Arg, Confirm, Errors, Param, ToolAttrs, ToolFn, ToolStruct, last_segment, mentions,
+};
 
 /// A free function: a unit struct named like the function (the value given
 /// to `.tool(…)`), the function itself as `name::run`, and the `Tool` impl.
@@ -87,6 +89,137 @@ pub(crate) fn stand_in(mut func: syn::ItemFn) -> TokenStream {
                 ::std::unreachable!("`#[tool]` reported an error")
             }
         }
+    }
+}
+
+/// A struct deriving `Tool`: the same hidden items as a `#[tool]`
+/// function's, a hidden unit struct implementing `Tool` by reading the
+/// arguments into the struct and calling its `TypedTool::call`, and
+/// `Name::tool()` to register it.
+pub(crate) fn derive(tool: &ToolStruct) -> TokenStream {
+    let (ident, vis, name) = (&tool.ident, &tool.vis, &tool.name);
+    let args: Vec<&Arg> = tool.args.iter().collect();
+    let pipeline = arguments_pipeline(name, &tool.description, &args, &tool.container_attrs);
+    let args_type = args_type(&args);
+    let fields: Vec<&Ident> = args.iter().map(|a| &a.ident).collect();
+    let construct = if tool.braced {
+        quote!(#ident { #(#fields: __args.#fields),* })
+    } else {
+        quote!(#ident)
+    };
+    let check = tool.attrs.check.as_ref().map(|path| {
+        quote_spanned! {path.span()=>
+            ::ferrobot::__private::checked(#name, #path(&__value))?;
+        }
+    });
+    let typed_call = quote_spanned! {ident.span()=>
+        <#ident as ::ferrobot::tool::TypedTool>::call(__value, ctx)
+    };
+    let convert = convert_output(ident.span());
+    let options = options(&tool.attrs, name);
+    let holder = tool_holder(ident);
+    quote! {
+        const _: () = {
+            #pipeline
+
+            /// The model's arguments as the struct, or every problem with them.
+            fn __ferrobot_parse(
+                arguments: ::ferrobot::__private::Value,
+            ) -> ::std::result::Result<#ident, ::ferrobot::tool::ToolError> {
+                let __args: #args_type = (__ferrobot_kit().parse)(arguments)?;
+                let __value = #construct;
+                #check
+                ::std::result::Result::Ok(__value)
+            }
+
+            #holder
+
+            impl ::ferrobot::tool::Tool for __ferrobot_tool {
+                fn spec(&self) -> &::ferrobot::ToolSpec {
+                    &SPEC
+                }
+
+                fn call(
+                    &self,
+                    arguments: ::ferrobot::__private::Value,
+                    ctx: ::ferrobot::ToolContext,
+                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                    ::std::boxed::Box::pin(async move {
+                        let __value = __ferrobot_parse(arguments)?;
+                        let __value = #typed_call.await;
+                        #convert
+                    })
+                }
+
+                fn check_arguments(
+                    &self,
+                    arguments: &::ferrobot::__private::Value,
+                ) -> ::std::result::Result<(), ::ferrobot::tool::ToolError> {
+                    __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
+                }
+
+                #options
+            }
+
+            impl #ident {
+                /// The tool whose arguments are this struct, made by
+                /// `#[derive(Tool)]`: register it with
+                /// `Agent::builder().tool(…)`. It reads the model's
+                /// arguments into the struct and runs its `TypedTool::call`.
+                #[allow(dead_code)]
+                #vis fn tool() -> impl ::ferrobot::tool::Tool + ::std::marker::Copy + ::std::fmt::Debug {
+                    __ferrobot_tool
+                }
+            }
+        };
+    }
+}
+
+/// The hidden unit struct a derived tool is.
+fn tool_holder(ident: &Ident) -> TokenStream {
+    let doc = format!("The tool `{ident}::tool()` returns.");
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone, Copy, Default)]
+        #[allow(non_camel_case_types)]
+        struct __ferrobot_tool;
+    }
+}
+
+/// What stands for a derived tool whose attribute has errors (already
+/// reported): `Name::tool()`, returning a tool that is never called, so
+/// that its uses raise no errors of their own.
+pub(crate) fn derive_stand_in(input: &syn::DeriveInput) -> TokenStream {
+    if !input.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let (ident, vis) = (&input.ident, &input.vis);
+    let holder = tool_holder(ident);
+    quote! {
+        const _: () = {
+            #holder
+
+            impl ::ferrobot::tool::Tool for __ferrobot_tool {
+                fn spec(&self) -> &::ferrobot::ToolSpec {
+                    ::std::unreachable!("`#[derive(Tool)]` reported an error")
+                }
+
+                fn call(
+                    &self,
+                    _: ::ferrobot::__private::Value,
+                    _: ::ferrobot::ToolContext,
+                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                    ::std::unreachable!("`#[derive(Tool)]` reported an error")
+                }
+            }
+
+            impl #ident {
+                #[allow(dead_code)]
+                #vis fn tool() -> impl ::ferrobot::tool::Tool + ::std::marker::Copy + ::std::fmt::Debug {
+                    __ferrobot_tool
+                }
+            }
+        };
     }
 }
 
@@ -201,36 +334,32 @@ pub(crate) fn toolbox(mut block: ItemImpl) -> syn::Result<TokenStream> {
 /// The arguments struct and the `Tool` impl for `holder`, calling `call`.
 fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenStream {
     let name = &tool.name;
-    let description = &tool.description;
-    let args: Vec<_> = tool.args().collect();
-    let fields = args.iter().map(|arg| {
-        let (ident, ty, attrs) = (&arg.ident, &arg.ty, &arg.field_attrs);
-        quote! { #(#attrs)* #ident: #ty }
-    });
-    // Trait checks sit on the argument's type, so the error points there.
-    let checks = args.iter().map(|arg| {
-        let ty = &arg.ty;
-        quote_spanned! {ty.span()=>
-            tool_arguments_must_implement_deserialize_and_json_schema::<#ty>();
-        }
-    });
-    let field_checks = args.iter().map(|arg| {
-        let (ty, wire, optional) = (&arg.ty, &arg.wire_name, arg.optional);
-        quote!(::ferrobot::__private::FieldCheck::new::<#ty>(#wire, #optional))
-    });
+    let args: Vec<&Arg> = tool.args().collect();
+    let pipeline = arguments_pipeline(name, &tool.description, &args, &[]);
+    let args_type = args_type(&args);
     let mut states = Vec::new();
     let call_args: Vec<TokenStream> = tool
         .params
         .iter()
         .map(|param| match param {
-            Param::Context { by_ref: true } => quote!(&ctx),
-            Param::Context { by_ref: false } => quote!(::std::clone::Clone::clone(&ctx)),
-            Param::State(_) => {
-                let state = format_ident!("__ferrobot_state{}", states.len());
-                states.push(quote! {
-                    let #state = ::ferrobot::__private::FromContext::from_context(&ctx)?;
-                });
-                quote!(#state)
+            Param::Context {
+                by_ref: true, ty, ..
+            } => quote_spanned! {ty.span()=>
+                <#ty as ::ferrobot::__private::BorrowedContext>::borrow(&ctx)
+            },
+            Param::Context {
+                by_ref: false,
+                ty,
+                marked,
+            }
+            | Param::State { ty, marked } => {
+                let injected = format_ident!("__ferrobot_injected{}", states.len());
+                let how = injection_trait(*marked);
+                let from_context = quote_spanned! {ty.span()=>
+                    <#ty as #how>::from_context(&ctx)?
+                };
+                states.push(quote! { let #injected = #from_context; });
+                quote!(#injected)
             }
             Param::Arg(arg) => {
                 let ident = &arg.ident;
@@ -239,9 +368,15 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
         })
         .collect();
     let state_types = tool.params.iter().filter_map(|param| match param {
-        Param::State(ty) => Some(quote_spanned! {ty.span()=>
-            <#ty as ::ferrobot::__private::FromContext>::state_type()
-        }),
+        Param::Context {
+            by_ref: false,
+            ty,
+            marked,
+        }
+        | Param::State { ty, marked } => {
+            let how = injection_trait(*marked);
+            Some(quote_spanned! {ty.span()=> <#ty as #how>::state_type() })
+        }
         _ => None,
     });
     // The tool's own check, last: it sees arguments that fit the schema.
@@ -262,67 +397,16 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
         quote!()
     };
     let convert = output_conversion(&tool.func.sig.output);
-    let confirmation = match &tool.attrs.confirm {
-        None => quote!(::std::option::Option::None),
-        Some(Confirm::Default) => quote!(::std::option::Option::Some(
-            ::ferrobot::__private::default_confirmation(#name, arguments)
-        )),
-        Some(Confirm::Template(template)) => quote!(::std::option::Option::Some(
-            ::ferrobot::tool::fill_placeholders(#template, arguments)
-        )),
-    };
-    let exclusive = tool.attrs.exclusive;
-    let timeout = match tool.attrs.timeout_ms {
-        Some(ms) => quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms))),
-        None => quote!(::std::option::Option::None),
-    };
-    let retries = match tool.attrs.retries {
-        Some(n) => quote! {
-            fn argument_retries(&self) -> u32 {
-                #n
-            }
-        },
-        None => quote!(),
-    };
-    let platforms = &tool.attrs.platforms;
-    let requires = &tool.attrs.requires;
-    let availability = if platforms.is_empty() && requires.is_empty() {
-        quote!(::std::result::Result::Ok(()))
-    } else {
-        quote! {
-            static AVAILABLE: ::std::sync::OnceLock<::std::result::Result<(), ::std::string::String>> =
-                ::std::sync::OnceLock::new();
-            ::std::clone::Clone::clone(AVAILABLE.get_or_init(|| {
-                ::ferrobot::__private::availability(&[#(#platforms),*], &[#(#requires),*])
-            }))
-        }
-    };
+    let options = options(&tool.attrs, name);
     quote! {
         const _: () = {
-            fn tool_arguments_must_implement_deserialize_and_json_schema<
-                T: ::ferrobot::__private::serde::de::DeserializeOwned + ::ferrobot::__private::schemars::JsonSchema,
-            >() {}
-            const _: fn() = || {
-                #(#checks)*
-            };
-
-            #[derive(::ferrobot::__private::serde::Deserialize, ::ferrobot::__private::schemars::JsonSchema)]
-            #[serde(crate = "::ferrobot::__private::serde")]
-            #[schemars(crate = "::ferrobot::__private::schemars")]
-            #[allow(non_camel_case_types, dead_code)]
-            struct __ferrobot_args { #(#fields),* }
-
-            static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
-                ::ferrobot::ToolSpec::new(#name, #description, ::ferrobot::tool::schema::for_type::<__ferrobot_args>())
-            });
-            static CONSTRAINTS: ::std::sync::LazyLock<::ferrobot::tool::Constraints> =
-                ::std::sync::LazyLock::new(|| ::ferrobot::tool::Constraints::new(&SPEC.parameters));
+            #pipeline
 
             /// The model's arguments, or every problem with them.
             fn __ferrobot_parse(
                 arguments: ::ferrobot::__private::Value,
-            ) -> ::std::result::Result<__ferrobot_args, ::ferrobot::tool::ToolError> {
-                let __args: __ferrobot_args = ::ferrobot::__private::parse_arguments(#name, arguments, &[#(#field_checks),*], &CONSTRAINTS)?;
+            ) -> ::std::result::Result<#args_type, ::ferrobot::tool::ToolError> {
+                let __args = (__ferrobot_kit().parse)(arguments)?;
                 #check
                 ::std::result::Result::Ok(__args)
             }
@@ -352,30 +436,209 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
                     __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
                 }
 
-                fn confirmation(&self, arguments: &::ferrobot::__private::Value) -> ::std::option::Option<::std::string::String> {
-                    let _ = arguments;
-                    #confirmation
-                }
-
-                fn is_exclusive(&self) -> bool {
-                    #exclusive
-                }
-
                 fn state_types(&self) -> ::std::vec::Vec<::ferrobot::tool::StateType> {
-                    ::std::vec![#(#state_types),*]
+                    ::ferrobot::__private::state_types(&[#(#state_types),*])
                 }
 
-                fn timeout(&self) -> ::std::option::Option<::std::time::Duration> {
-                    #timeout
-                }
-
-                fn availability(&self) -> ::std::result::Result<(), ::std::string::String> {
-                    #availability
-                }
-
-                #retries
+                #options
             }
         };
+    }
+}
+
+/// The trait an injected parameter's type is held to: one whose message
+/// speaks of the type's name, or of the `#[ctx]`/`#[state]` mark.
+fn injection_trait(marked: bool) -> TokenStream {
+    if marked {
+        quote!(::ferrobot::__private::Marked)
+    } else {
+        quote!(::ferrobot::__private::Injected)
+    }
+}
+
+/// The hidden arguments struct with the types written in the tool,
+/// `__ferrobot_args<A, B, …>`.
+fn args_type(args: &[&Arg]) -> TokenStream {
+    let types = args.iter().filter(|a| a.generic).map(|a| &a.ty);
+    quote!(__ferrobot_args<#(#types),*>)
+}
+
+/// The hidden items that read the model's arguments, the same for every
+/// kind of tool: `__ferrobot_args` (one field per argument, deriving
+/// `Deserialize` and `JsonSchema`), `SPEC`, `CONSTRAINTS`, and
+/// `__ferrobot_kit()`, whose `parse` runs the pipeline of
+/// `__private::parse_arguments` (normalized, read field by field, held to
+/// the schema's constraints).
+///
+/// The struct is generic over the arguments' types, and made concrete in
+/// one place, `__ferrobot_kit()`, where each type is asked with a
+/// `__private::Probe` (spanned at the type) whether it is `Deserialize` and
+/// `JsonSchema`. A type that isn't gets one error there, naming the derives,
+/// and the rest of the code goes on with a stand-in type, so that the
+/// derives add no errors of their own (issue 13: 7 errors and 200 lines
+/// naming serde's internals before). An argument with a serde or schemars
+/// attribute that names code (`with`, `default`, …) keeps its type in the
+/// struct, since that code is written for the type.
+fn arguments_pipeline(
+    name: &str,
+    description: &str,
+    args: &[&Arg],
+    container_attrs: &[syn::Attribute],
+) -> TokenStream {
+    let generic: Vec<&&Arg> = args.iter().filter(|a| a.generic).collect();
+    let params: Vec<Ident> = (0..generic.len())
+        .map(|i| format_ident!("__ferrobot_T{}", i))
+        .collect();
+    let answers: Vec<Ident> = (0..generic.len())
+        .map(|i| format_ident!("__ferrobot_S{}", i))
+        .collect();
+    let mut next = 0;
+    let mut field_types = Vec::new();
+    let mut answer_types = Vec::new();
+    for arg in args {
+        if arg.generic {
+            field_types.push(params[next].to_token_stream());
+            answer_types.push(answers[next].to_token_stream());
+            next += 1;
+        } else {
+            field_types.push(arg.ty.to_token_stream());
+            answer_types.push(arg.ty.to_token_stream());
+        }
+    }
+    let fields = args.iter().zip(&field_types).map(|(arg, ty)| {
+        let (ident, attrs) = (&arg.ident, &arg.field_attrs);
+        quote! { #(#attrs)* #ident: #ty }
+    });
+    let written = generic.iter().map(|a| &a.ty);
+    let bounds = generic.iter().zip(&answers).map(|(arg, answer)| {
+        let ty = &arg.ty;
+        quote! {
+            #answer: ::ferrobot::__private::serde::de::DeserializeOwned
+                + ::ferrobot::__private::schemars::JsonSchema
+                + ::ferrobot::__private::Take<#ty>
+        }
+    });
+    let probes = generic.iter().map(|arg| {
+        let ty = &arg.ty;
+        quote_spanned! {ty.span()=>
+            (&&::ferrobot::__private::Probe::<#ty>::new()).__ferrobot_argument()
+        }
+    });
+    let field_checks = args.iter().zip(&answer_types).map(|(arg, ty)| {
+        let (wire, optional) = (&arg.wire_name, arg.optional);
+        if arg.custom_read {
+            quote!(::ferrobot::__private::FieldCheck::presence(#wire, #optional))
+        } else {
+            quote!(::ferrobot::__private::FieldCheck::new::<#ty>(#wire, #optional))
+        }
+    });
+    let takes = args.iter().map(|arg| {
+        let ident = &arg.ident;
+        if arg.generic {
+            quote!(#ident: ::ferrobot::__private::Take::__ferrobot_take(__args.#ident))
+        } else {
+            quote!(#ident: __args.#ident)
+        }
+    });
+    let args_type = quote!(__ferrobot_args<#(#written),*>);
+    quote! {
+        #[derive(::ferrobot::__private::serde::Deserialize, ::ferrobot::__private::schemars::JsonSchema)]
+        #[serde(crate = "::ferrobot::__private::serde")]
+        #[schemars(crate = "::ferrobot::__private::schemars")]
+        #(#container_attrs)*
+        #[allow(non_camel_case_types, dead_code)]
+        struct __ferrobot_args<#(#params),*> { #(#fields),* }
+
+        #[allow(clippy::type_complexity)]
+        fn __ferrobot_kit_for<#(#bounds),*>(
+            _: (#(::ferrobot::__private::Probe<#answers>,)*),
+        ) -> ::ferrobot::__private::Kit<#args_type> {
+            ::ferrobot::__private::Kit {
+                schema: ::ferrobot::tool::schema::for_type::<__ferrobot_args<#(#answers),*>>,
+                parse: |arguments| {
+                    let __args: __ferrobot_args<#(#answers),*> = ::ferrobot::__private::parse_arguments(
+                        #name,
+                        arguments,
+                        &[#(#field_checks),*],
+                        &CONSTRAINTS,
+                    )?;
+                    ::std::result::Result::Ok(__ferrobot_args { #(#takes),* })
+                },
+            }
+        }
+
+        /// How this tool's arguments are read: the one place their types
+        /// are asked whether they can be.
+        fn __ferrobot_kit() -> ::ferrobot::__private::Kit<#args_type> {
+            #[allow(unused_imports)]
+            use ::ferrobot::__private::{ViaArgument as _, ViaNoArgument as _};
+            __ferrobot_kit_for((#(#probes,)*))
+        }
+
+        static SPEC: ::std::sync::LazyLock<::ferrobot::ToolSpec> = ::std::sync::LazyLock::new(|| {
+            ::ferrobot::ToolSpec::new(#name, #description, (__ferrobot_kit().schema)())
+        });
+        static CONSTRAINTS: ::std::sync::LazyLock<::ferrobot::tool::Constraints> =
+            ::std::sync::LazyLock::new(|| ::ferrobot::tool::Constraints::new(&SPEC.parameters));
+    }
+}
+
+/// The `Tool` methods that come from `#[tool(…)]`'s options.
+fn options(attrs: &ToolAttrs, name: &str) -> TokenStream {
+    let confirmation = match &attrs.confirm {
+        None => quote!(::std::option::Option::None),
+        Some(Confirm::Default) => quote!(::std::option::Option::Some(
+            ::ferrobot::__private::default_confirmation(#name, arguments)
+        )),
+        Some(Confirm::Template(template)) => quote!(::std::option::Option::Some(
+            ::ferrobot::tool::fill_placeholders(#template, arguments)
+        )),
+    };
+    let exclusive = attrs.exclusive;
+    let timeout = match attrs.timeout_ms {
+        Some(ms) => quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms))),
+        None => quote!(::std::option::Option::None),
+    };
+    let retries = match attrs.retries {
+        Some(n) => quote! {
+            fn argument_retries(&self) -> u32 {
+                #n
+            }
+        },
+        None => quote!(),
+    };
+    let platforms = &attrs.platforms;
+    let requires = &attrs.requires;
+    let availability = if platforms.is_empty() && requires.is_empty() {
+        quote!(::std::result::Result::Ok(()))
+    } else {
+        quote! {
+            static AVAILABLE: ::std::sync::OnceLock<::std::result::Result<(), ::std::string::String>> =
+                ::std::sync::OnceLock::new();
+            ::std::clone::Clone::clone(AVAILABLE.get_or_init(|| {
+                ::ferrobot::__private::availability(&[#(#platforms),*], &[#(#requires),*])
+            }))
+        }
+    };
+    quote! {
+        fn confirmation(&self, arguments: &::ferrobot::__private::Value) -> ::std::option::Option<::std::string::String> {
+            let _ = arguments;
+            #confirmation
+        }
+
+        fn is_exclusive(&self) -> bool {
+            #exclusive
+        }
+
+        fn timeout(&self) -> ::std::option::Option<::std::time::Duration> {
+            #timeout
+        }
+
+        fn availability(&self) -> ::std::result::Result<(), ::std::string::String> {
+            #availability
+        }
+
+        #retries
     }
 }
 
@@ -390,11 +653,7 @@ fn output_conversion(output: &ReturnType) -> TokenStream {
         ReturnType::Type(_, ty) => ty.span(),
         ReturnType::Default => proc_macro2::Span::call_site(),
     };
-    let success = quote_spanned! {span=> {
-        #[allow(unused_imports)]
-        use ::ferrobot::__private::{ViaIntoToolOutput as _, ViaNothing as _, ViaSerialize as _};
-        (&&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
-    }};
+    let success = convert_output(span);
     let is_result = match output {
         ReturnType::Type(_, ty) => last_segment(ty).is_some_and(|s| s.ident == "Result"),
         ReturnType::Default => false,
@@ -412,4 +671,17 @@ fn output_conversion(output: &ReturnType) -> TokenStream {
             #success
         }}
     }
+}
+
+/// `__value` as the text the model reads, by the rules of
+/// `output_conversion`; a type that can't become text is reported at
+/// `span`.
+fn convert_output(span: proc_macro2::Span) -> TokenStream {
+    quote_spanned! {span=> {
+        #[allow(unused_imports)]
+        use ::ferrobot::__private::{
+            ViaIntoToolOutput as _, ViaNothing as _, ViaSerialize as _, ViaSerializeResult as _,
+        };
+        (&&&&::ferrobot::__private::Out::new(__value)).__ferrobot_output()
+    }}
 }

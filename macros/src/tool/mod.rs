@@ -31,6 +31,27 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     finish(Ok(expanded), item)
 }
 
+/// Expands `#[derive(Tool)]` on an arguments struct. On error, the errors
+/// and a stand-in `Name::tool()`, so that its uses raise none of their own.
+pub(crate) fn expand_derive(item: TokenStream) -> TokenStream {
+    let input = match syn::parse2::<syn::DeriveInput>(item) {
+        Ok(input) => input,
+        Err(error) => return error.into_compile_error(),
+    };
+    let expanded = match parse::ToolStruct::parse(input.clone()) {
+        Ok(tool) => expand::derive(&tool),
+        Err(error) => {
+            let errors = error.into_compile_error();
+            let stand_in = expand::derive_stand_in(&input);
+            quote! { #errors #stand_in }
+        }
+    };
+    if std::env::var_os("FERROBOT_MACROS_DEBUG").is_some() {
+        eprintln!("{expanded}");
+    }
+    expanded
+}
+
 /// Expands `#[toolbox]` on an `impl` block.
 pub(crate) fn expand_toolbox(attr: TokenStream, item: TokenStream) -> TokenStream {
     let result = if attr.is_empty() {
@@ -77,14 +98,16 @@ fn fallback(item: TokenStream) -> TokenStream {
 }
 
 /// Takes off a signature's parameter attributes that only the macro
-/// understands (doc comments, `#[serde]`, `#[schemars]`).
+/// understands (doc comments, `#[serde]`, `#[schemars]`, `#[ctx]`,
+/// `#[state]`).
 fn strip(sig: &mut syn::Signature) {
     for input in &mut sig.inputs {
         if let syn::FnArg::Typed(typed) = input {
             typed.attrs.retain(|a| {
                 !(a.path().is_ident("doc")
                     || a.path().is_ident("serde")
-                    || a.path().is_ident("schemars"))
+                    || a.path().is_ident("schemars")
+                    || parse::is_marker(a))
             });
         }
     }
@@ -122,6 +145,25 @@ mod tests {
             requires = ["df"]
         );
         insta::assert_snapshot!("free_fn", expand_pretty(expand(attr, item)));
+    }
+
+    #[test]
+    fn a_derived_struct_expands_to_a_tool_function_and_a_hidden_tool() {
+        let item = quote! {
+            /// Set the target temperature.
+            #[derive(Tool)]
+            #[serde(rename_all = "camelCase")]
+            #[tool(confirm = "Set {targetCelsius} °C?", check = sane, exclusive)]
+            pub struct SetThermostat {
+                /// Degrees Celsius.
+                #[schemars(range(min = 5, max = 30))]
+                target_celsius: f64,
+                /// The room; the living room if not given.
+                #[serde(default)]
+                room: String,
+            }
+        };
+        insta::assert_snapshot!("derive", expand_pretty(expand_derive(item)));
     }
 
     #[test]

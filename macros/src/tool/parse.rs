@@ -42,12 +42,94 @@ pub(crate) enum Confirm {
 
 /// One parameter of the function.
 pub(crate) enum Param {
-    /// `ctx: ToolContext` (or `&ToolContext`): injected.
-    Context { by_ref: bool },
-    /// `State(x): State<T>`: injected from the agent's shared state.
-    State(Box<Type>),
+    /// `ctx: ToolContext` (or `&ToolContext`, or marked `#[ctx]`):
+    /// injected. `ty` is the type written, or the referenced type when
+    /// borrowed.
+    Context {
+        by_ref: bool,
+        ty: Box<Type>,
+        marked: bool,
+    },
+    /// `State(x): State<T>` (or marked `#[state]`): injected from the
+    /// agent's shared state.
+    State { ty: Box<Type>, marked: bool },
     /// An argument the model provides.
     Arg(Box<Arg>),
+}
+
+/// What a parameter's type, as written, says it is. A proc macro sees
+/// names, not types: the guess is checked in the generated code
+/// (`__private::Injected`), so a type of the user's own that shares a name
+/// is a clear error rather than a misreading, and a type ferrobot's `State`
+/// can't be (a bare `State`, with no type parameter) is an argument.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Injectable {
+    Context,
+    State,
+}
+
+/// `ToolContext` or `State<…>`, alone or through a path that starts with
+/// `ferrobot` or is `tool::` (`use ferrobot::tool;`). Any other path
+/// (`self::State<…>`, `home::State<…>`) names a type of the user's own.
+fn injectable_by_name(ty: &Type) -> Option<Injectable> {
+    let Type::Path(path) = ty else { return None };
+    if path.qself.is_some() {
+        return None;
+    }
+    let segments: Vec<&syn::PathSegment> = path.path.segments.iter().collect();
+    let (last, prefix) = segments.split_last()?;
+    let ours = match prefix {
+        [] => path.path.leading_colon.is_none(),
+        [only] => only.ident == "ferrobot" || only.ident == "tool",
+        [first, ..] => first.ident == "ferrobot",
+    };
+    if !ours || prefix.iter().any(|s| !s.arguments.is_none()) {
+        return None;
+    }
+    if last.ident == "ToolContext" && last.arguments.is_none() {
+        Some(Injectable::Context)
+    } else if last.ident == "State"
+        && matches!(last.arguments, syn::PathArguments::AngleBracketed(_))
+    {
+        Some(Injectable::State)
+    } else {
+        None
+    }
+}
+
+/// Takes `#[ctx]` or `#[state]` off a parameter, saying which it was.
+fn take_marker(attrs: &mut Vec<Attribute>) -> syn::Result<Option<Injectable>> {
+    let mut found: Option<(Injectable, &Attribute)> = None;
+    for attr in attrs.iter() {
+        let kind = if attr.path().is_ident("ctx") {
+            Injectable::Context
+        } else if attr.path().is_ident("state") {
+            Injectable::State
+        } else {
+            continue;
+        };
+        if !matches!(attr.meta, syn::Meta::Path(_)) {
+            return Err(syn::Error::new_spanned(
+                attr,
+                "write `#[ctx]` or `#[state]` alone, without arguments",
+            ));
+        }
+        if found.is_some() {
+            return Err(syn::Error::new_spanned(
+                attr,
+                "mark a parameter `#[ctx]` or `#[state]`, not both",
+            ));
+        }
+        found = Some((kind, attr));
+    }
+    let kind = found.map(|(kind, _)| kind);
+    attrs.retain(|a| !is_marker(a));
+    Ok(kind)
+}
+
+/// `#[ctx]` or `#[state]`, which only `#[tool]` understands.
+pub(crate) fn is_marker(attr: &Attribute) -> bool {
+    attr.path().is_ident("ctx") || attr.path().is_ident("state")
 }
 
 pub(crate) struct Arg {
@@ -60,6 +142,13 @@ pub(crate) struct Arg {
     pub(crate) wire_name: String,
     /// Whether a missing key is fine (`Option` or `#[serde(default)]`).
     pub(crate) optional: bool,
+    /// Whether the arguments struct holds the field as a type parameter
+    /// (see `expand::arguments_pipeline`); not when a serde or schemars
+    /// option names code written for the type.
+    pub(crate) generic: bool,
+    /// Read by a function of the user's (`#[serde(with = …)]`), so checked
+    /// alone only for presence.
+    pub(crate) custom_read: bool,
 }
 
 impl ToolFn {
@@ -153,7 +242,14 @@ impl ToolFn {
             .as_ref()
             .map_or_else(|| func.sig.ident.to_string(), LitStr::value);
         if let Some(Confirm::Template(template)) = &attrs.confirm {
-            check_placeholders(template, &params, &mut errors);
+            let args: Vec<&Arg> = params
+                .iter()
+                .filter_map(|p| match p {
+                    Param::Arg(arg) => Some(&**arg),
+                    _ => None,
+                })
+                .collect();
+            check_placeholders(template, &args, &mut errors);
         }
         func.attrs.retain(|a| !a.path().is_ident("tool"));
         errors.finish()?;
@@ -174,6 +270,173 @@ impl ToolFn {
             _ => None,
         })
     }
+}
+
+/// A struct deriving `Tool`, understood: its fields are the model's
+/// arguments.
+pub(crate) struct ToolStruct {
+    pub(crate) attrs: ToolAttrs,
+    pub(crate) ident: Ident,
+    pub(crate) vis: syn::Visibility,
+    pub(crate) description: String,
+    pub(crate) name: String,
+    pub(crate) args: Vec<Arg>,
+    /// `#[serde(…)]` and `#[schemars(…)]` on the struct, for the arguments
+    /// struct (`rename_all`, `deny_unknown_fields`, …).
+    pub(crate) container_attrs: Vec<Attribute>,
+    /// `struct Name;`, `struct Name {…}`: how to build one.
+    pub(crate) braced: bool,
+}
+
+impl ToolStruct {
+    /// Reads `#[derive(Tool)]`'s input, reporting every mistake at once.
+    pub(crate) fn parse(input: syn::DeriveInput) -> syn::Result<Self> {
+        let mut errors = Errors::default();
+        let mut attrs = ToolAttrs::default();
+        let mut seen_options = false;
+        for attr in input.attrs.iter().filter(|a| a.path().is_ident("tool")) {
+            match &attr.meta {
+                syn::Meta::Path(_) => {}
+                syn::Meta::List(list) if !seen_options => {
+                    seen_options = true;
+                    if let Some(parsed) = errors.take(ToolAttrs::parse(list.tokens.clone())) {
+                        attrs = parsed;
+                    }
+                }
+                syn::Meta::List(list) => errors.push(syn::Error::new_spanned(
+                    list,
+                    "put every option in one `#[tool(…)]`",
+                )),
+                syn::Meta::NameValue(nv) => errors.push(syn::Error::new_spanned(
+                    nv,
+                    "write `#[tool(…)]`, e.g. `#[tool(name = \"set_thermostat\")]`",
+                )),
+            }
+        }
+        if !input.generics.params.is_empty() {
+            errors.push(syn::Error::new_spanned(
+                &input.generics,
+                "a tool's arguments struct can't be generic: the model's arguments are read into \
+                 one concrete type",
+            ));
+        }
+        let container_attrs: Vec<Attribute> = input
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+            .cloned()
+            .collect();
+        let rename_all = rename_all(&container_attrs);
+        let mut args = Vec::new();
+        let mut braced = true;
+        match &input.data {
+            syn::Data::Struct(data) => match &data.fields {
+                syn::Fields::Named(named) => {
+                    for field in &named.named {
+                        let field_attrs: Vec<Attribute> = field
+                            .attrs
+                            .iter()
+                            .filter(|a| {
+                                a.path().is_ident("doc")
+                                    || a.path().is_ident("serde")
+                                    || a.path().is_ident("schemars")
+                            })
+                            .cloned()
+                            .collect();
+                        let ident = field.ident.clone().expect("named fields have names");
+                        if let Some(arg) = errors.take(Arg::new(
+                            ident,
+                            field.ty.clone(),
+                            field_attrs,
+                            rename_all.as_deref(),
+                        )) {
+                            args.push(arg);
+                        }
+                    }
+                }
+                syn::Fields::Unit => braced = false,
+                syn::Fields::Unnamed(unnamed) => errors.push(syn::Error::new_spanned(
+                    unnamed,
+                    "name the fields (e.g. `struct SetThermostat { celsius: f64 }`): each name is \
+                     the JSON key the model writes",
+                )),
+            },
+            _ => errors.push(syn::Error::new_spanned(
+                &input.ident,
+                "`#[derive(Tool)]` goes on a struct whose fields are the model's arguments; for \
+                 alternatives, make an enum one of its fields",
+            )),
+        }
+        let description = match (&attrs.description, doc_text(&input.attrs)) {
+            (Some(description), _) => description.value(),
+            (None, Some(doc)) => doc,
+            (None, None) => {
+                errors.push(syn::Error::new_spanned(
+                    &input.ident,
+                    "add a `///` doc comment saying what the tool does (the model reads it to decide \
+                     when to call the tool), or set `#[tool(description = \"…\")]`",
+                ));
+                String::new()
+            }
+        };
+        let name = attrs
+            .name
+            .as_ref()
+            .map_or_else(|| snake_case(&input.ident.to_string()), LitStr::value);
+        if let Some(Confirm::Template(template)) = &attrs.confirm {
+            check_placeholders(template, &args.iter().collect::<Vec<_>>(), &mut errors);
+        }
+        errors.finish()?;
+        Ok(Self {
+            attrs,
+            ident: input.ident,
+            vis: input.vis,
+            description,
+            name,
+            args,
+            container_attrs,
+            braced,
+        })
+    }
+}
+
+/// `SetThermostat` → `set_thermostat`, the default name of a derived tool.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let after_lower =
+                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let before_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let after_upper = i > 0 && chars[i - 1].is_uppercase();
+            if after_lower || (after_upper && before_lower) {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The struct's `#[serde(rename_all = "…")]`, which renames its fields'
+/// JSON keys.
+fn rename_all(attrs: &[Attribute]) -> Option<String> {
+    let mut rule = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename_all") && meta.input.peek(syn::Token![=]) {
+                let lit: LitStr = meta.value()?.parse()?;
+                rule = Some(lit.value());
+                Ok(())
+            } else {
+                skip_meta_value(&meta)
+            }
+        });
+    }
+    rule
 }
 
 impl ToolAttrs {
@@ -228,17 +491,42 @@ impl Param {
         field_attrs: Vec<Attribute>,
         tool_ident: &Ident,
     ) -> syn::Result<Self> {
+        let marker = take_marker(&mut typed.attrs)?;
         let ty = &*typed.ty;
-        if is_context(ty) {
-            return Ok(Param::Context {
-                by_ref: matches!(ty, Type::Reference(_)),
-            });
-        }
-        if last_segment(ty).is_some_and(|s| s.ident == "State") {
-            if mentions(&typed.pat, tool_ident) {
-                return Err(shadowing(&typed.pat, tool_ident));
+        let (referent, by_ref) = match ty {
+            Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
+            other => (other, false),
+        };
+        match marker.or_else(|| injectable_by_name(referent)) {
+            Some(Injectable::Context) => {
+                if matches!(ty, Type::Reference(r) if r.mutability.is_some()) {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        "take the `ToolContext` by value or as `&ToolContext`, not `&mut`",
+                    ));
+                }
+                return Ok(Param::Context {
+                    by_ref,
+                    ty: Box::new(referent.clone()),
+                    marked: marker.is_some(),
+                });
             }
-            return Ok(Param::State(Box::new(ty.clone())));
+            Some(Injectable::State) => {
+                if matches!(ty, Type::Reference(_)) {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        "take `State<T>` by value: it is a cheap handle (an `Arc<T>`) on the agent's shared value",
+                    ));
+                }
+                if mentions(&typed.pat, tool_ident) {
+                    return Err(shadowing(&typed.pat, tool_ident));
+                }
+                return Ok(Param::State {
+                    ty: Box::new(ty.clone()),
+                    marked: marker.is_some(),
+                });
+            }
+            None => {}
         }
         match ty {
             Type::ImplTrait(_) => {
@@ -266,18 +554,73 @@ impl Param {
                 ));
             }
         };
-        let serde = serde_options(&field_attrs)?;
         if tool_ident == &ident {
             return Err(shadowing(&ident, tool_ident));
         }
-        let optional = serde.default || last_segment(ty).is_some_and(|s| s.ident == "Option");
-        Ok(Param::Arg(Box::new(Arg {
-            wire_name: serde.rename.unwrap_or_else(|| ident.to_string()),
+        Arg::new(ident, ty.clone(), field_attrs, None).map(|arg| Param::Arg(Box::new(arg)))
+    }
+}
+
+impl Arg {
+    /// An argument named `ident` of type `ty`, with its doc comments and
+    /// serde and schemars attributes; `rename_all` is the container's
+    /// `#[serde(rename_all = "…")]`, for a struct's fields.
+    pub(crate) fn new(
+        ident: Ident,
+        ty: Type,
+        field_attrs: Vec<Attribute>,
+        rename_all: Option<&str>,
+    ) -> syn::Result<Self> {
+        let serde = serde_options(&field_attrs)?;
+        let optional = serde.default || last_segment(&ty).is_some_and(|s| s.ident == "Option");
+        let name = ident.to_string();
+        let name = name.strip_prefix("r#").unwrap_or(&name);
+        let wire_name = match (serde.rename, rename_all) {
+            (Some(rename), _) => rename,
+            (None, Some(rule)) => rename_field(name, rule),
+            (None, None) => name.to_owned(),
+        };
+        Ok(Arg {
+            wire_name,
+            generic: !serde.names_code,
+            custom_read: serde.custom_read,
             ident,
-            ty: ty.clone(),
+            ty,
             field_attrs,
             optional,
-        })))
+        })
+    }
+}
+
+/// A field's JSON key under serde's `rename_all` rule.
+fn rename_field(name: &str, rule: &str) -> String {
+    let words: Vec<&str> = name.split('_').filter(|w| !w.is_empty()).collect();
+    let capitalized = |w: &str| {
+        let mut chars = w.chars();
+        chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+            .unwrap_or_default()
+    };
+    match rule {
+        "lowercase" => name.to_lowercase(),
+        "UPPERCASE" => name.to_uppercase(),
+        "PascalCase" => words.iter().map(|w| capitalized(w)).collect(),
+        "camelCase" => words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                if i == 0 {
+                    (*w).to_owned()
+                } else {
+                    capitalized(w)
+                }
+            })
+            .collect(),
+        "SCREAMING_SNAKE_CASE" => name.to_uppercase(),
+        "kebab-case" => name.replace('_', "-"),
+        "SCREAMING-KEBAB-CASE" => name.replace('_', "-").to_uppercase(),
+        _ => name.to_owned(),
     }
 }
 
@@ -310,37 +653,69 @@ fn shadowing(at: &impl quote::ToTokens, tool: &Ident) -> syn::Error {
 struct SerdeOptions {
     rename: Option<String>,
     default: bool,
+    /// An option that names code written for the field's type (`with`,
+    /// `default = "…"`, `skip`, …): the field keeps its type in the
+    /// arguments struct.
+    names_code: bool,
+    /// `with` or `deserialize_with`: the field is read by code of the
+    /// user's, not by its type's `Deserialize`.
+    custom_read: bool,
 }
 
-/// The `rename` and `default` of `#[serde(…)]` on a parameter; other serde
-/// options pass through to the arguments struct untouched.
+/// What `#[serde(…)]` and `#[schemars(…)]` on an argument say about
+/// reading it; the attributes themselves pass through to the arguments
+/// struct's field untouched.
 fn serde_options(attrs: &[Attribute]) -> syn::Result<SerdeOptions> {
     let mut options = SerdeOptions::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
         attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("rename") {
-                let lit: LitStr = meta.value()?.parse()?;
-                options.rename = Some(lit.value());
-            } else if meta.path.is_ident("default") {
-                options.default = true;
-                if meta.input.peek(syn::Token![=]) {
-                    let _: LitStr = meta.value()?.parse()?;
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            match key.as_str() {
+                "rename" if meta.input.peek(syn::Token![=]) => {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    options.rename = Some(lit.value());
+                    return Ok(());
                 }
-            } else if meta.input.peek(syn::Token![=]) {
-                let _: Expr = meta.value()?.parse()?;
+                "alias" => {}
+                "default" => {
+                    options.default = true;
+                    options.names_code = true;
+                }
+                "with" | "deserialize_with" => {
+                    options.custom_read = true;
+                    options.names_code = true;
+                }
+                _ => options.names_code = true,
             }
-            Ok(())
+            skip_meta_value(&meta)
+        })?;
+    }
+    for attr in attrs.iter().filter(|a| a.path().is_ident("schemars")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("with")
+                || meta.path.is_ident("schema_with")
+                || meta.path.is_ident("default")
+            {
+                options.names_code = true;
+            }
+            skip_meta_value(&meta)
         })?;
     }
     Ok(options)
 }
 
-fn is_context(ty: &Type) -> bool {
-    let ty = match ty {
-        Type::Reference(r) => &*r.elem,
-        other => other,
-    };
-    last_segment(ty).is_some_and(|s| s.ident == "ToolContext")
+/// Steps over an option's `= value` or `(…)`.
+fn skip_meta_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        let _: Expr = meta.value()?.parse()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _: proc_macro2::Group = meta.input.parse()?;
+    }
+    Ok(())
 }
 
 pub(crate) fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
@@ -415,7 +790,7 @@ fn parse_duration(lit: &LitStr) -> syn::Result<u64> {
 }
 
 /// Every `{name}` in a confirmation template must name an argument.
-fn check_placeholders(template: &LitStr, params: &[Param], errors: &mut Errors) {
+fn check_placeholders(template: &LitStr, args: &[&Arg], errors: &mut Errors) {
     let text = template.value();
     let mut rest = text.as_str();
     while let Some(open) = rest.find('{') {
@@ -423,16 +798,11 @@ fn check_placeholders(template: &LitStr, params: &[Param], errors: &mut Errors) 
             break;
         };
         let key = &rest[open + 1..open + close];
-        let known = params
-            .iter()
-            .any(|p| matches!(p, Param::Arg(a) if a.wire_name == key));
+        let known = args.iter().any(|a| a.wire_name == key);
         if !known {
-            let names: Vec<String> = params
+            let names: Vec<String> = args
                 .iter()
-                .filter_map(|p| match p {
-                    Param::Arg(a) => Some(format!("{{{}}}", a.wire_name)),
-                    _ => None,
-                })
+                .map(|a| format!("{{{}}}", a.wire_name))
                 .collect();
             errors.push(syn::Error::new_spanned(
                 template,
