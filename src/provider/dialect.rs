@@ -222,9 +222,9 @@ impl<D: Dialect> Http<D> {
 
     /// Adds a header to every request, e.g. a gateway's `cf-aig-authorization`
     /// or an `anthropic-beta` flag; a later one of the same name replaces it.
-    /// Values of headers named like credentials (`authorization`, `cookie`,
-    /// `…-key`, `…-token`, `…-secret`) are kept out of `Debug` output and
-    /// observers. A name or value HTTP can't carry makes every call fail with
+    /// Values of headers named like credentials (holding `authorization`,
+    /// `cookie`, `password` or `secret`, or ending in `-key` or `-token`) are
+    /// kept out of `Debug` output and observers. A name or value HTTP can't carry makes every call fail with
     /// a [`ProviderError::Config`] saying so. By default, none.
     #[must_use]
     pub fn header(self, name: &str, value: &str) -> Self {
