@@ -61,7 +61,7 @@ pub trait Dialect: Clone + fmt::Debug + Send + Sync + 'static {
     /// How the API key is sent. By default, `Authorization: Bearer`.
     const KEY_HEADER: KeyHeader = KeyHeader::Bearer;
 
-    /// The URL a chat request is POSTed to, e.g. `{base_url}/chat/completions`.
+    /// The URL a chat request is sent to (`POST`), e.g. `{base_url}/chat/completions`.
     fn chat_url(&self, endpoint: &Endpoint) -> String;
 
     /// Headers of the dialect's own, sent with every request (an API
@@ -206,7 +206,7 @@ impl<D: Dialect> Http<D> {
     #[must_use]
     pub fn api_key(self, key: impl Into<String>) -> Self {
         let key = key.into();
-        self.endpoint_with(|e| e.set_key(key))
+        self.endpoint_with(|e| e.set_key(&key))
     }
 
     /// Reads the API key from the environment variable `name`, if it is

@@ -184,7 +184,7 @@ impl Endpoint {
         self.model = model;
     }
 
-    pub(crate) fn set_key(&mut self, key: String) {
+    pub(crate) fn set_key(&mut self, key: &str) {
         let key = key.trim();
         self.key = (!key.is_empty()).then(|| key.to_owned());
     }
@@ -388,10 +388,8 @@ impl Endpoint {
         let read = async {
             let (response, tap) = self.send(method, url, body, wait).await?;
             let bytes = response.bytes().await;
-            if let Some(tap) = &tap {
-                if let Ok(bytes) = &bytes {
-                    tap.chunk(bytes);
-                }
+            if let (Some(tap), Ok(bytes)) = (&tap, &bytes) {
+                tap.chunk(bytes);
             }
             let bytes = bytes.map_err(|e| transport_error(&shown_url, wait, e));
             if let Some(tap) = tap {
