@@ -17,7 +17,7 @@ use super::ProviderError;
 /// # Examples
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use ferrobot::provider::{Observe, OpenAiCompatible, Outcome, WireRequest};
+/// use ferrobot::provider::{Observe, OpenAiCompatible, WireRequest};
 ///
 /// #[derive(Default)]
 /// struct Bytes(Mutex<usize>);
