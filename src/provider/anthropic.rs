@@ -1,21 +1,12 @@
 //! Anthropic's Messages API (`/v1/messages`, SSE with event names).
 
-use std::fmt;
-use std::time::Duration;
-
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{
-    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, encode, probe, redact, retried, secret,
-    shared_setters,
-};
-use super::sse::{self, Events, SseDecoder};
+use super::dialect::{Decode, Dialect, Endpoint, Events, Http, KeyHeader, encode, json};
 use super::{
-    ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
-    ToolCallDelta, ToolChoice,
+    ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
+    ToolChoice,
 };
 use crate::message::{Message, Opaque, Part, Role, Usage};
 
@@ -28,8 +19,10 @@ const REDACTED: &str = "anthropic:redacted";
 /// field, `tool_use`/`tool_result` blocks, tool arguments assembled from
 /// `input_json_delta`s, extended thinking kept with its signature (and
 /// redacted thinking kept whole) and sent back unchanged with the tool
-/// results that follow, `max_tokens` always set, usage from `message_start`
-/// and `message_delta`, and `overloaded_error` retried like a 529.
+/// results that follow, `max_tokens` always set (4,096 unless
+/// [`max_tokens`](Http::max_tokens) says otherwise), usage from
+/// `message_start` and `message_delta`, and `overloaded_error` retried like
+/// a 529. The setters every dialect shares are [`Http`]'s.
 ///
 /// # Examples
 /// ```
@@ -37,37 +30,21 @@ const REDACTED: &str = "anthropic:redacted";
 /// let claude = Anthropic::new().model("claude-sonnet-4-20250514").api_key_env("ANTHROPIC_API_KEY").thinking(2048);
 /// # let _ = claude;
 /// ```
-#[derive(Clone)]
-pub struct Anthropic {
-    base_url: String,
-    endpoint: String,
-    model: String,
-    api_key: Option<String>,
-    max_tokens: u32,
-    temperature: Option<f32>,
+pub type Anthropic = Http<Messages>;
+
+/// The Messages dialect (`/v1/messages`) and its settings; see [`Anthropic`].
+#[derive(Debug, Clone, Default)]
+pub struct Messages {
     thinking: Option<u32>,
-    retry: RetryPolicy,
-    read_timeout: Duration,
-    client: Result<reqwest::Client, String>,
 }
 
-impl fmt::Debug for Anthropic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Anthropic")
-            .field("base_url", &redact(&self.base_url))
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for Anthropic {
+impl Default for Http<Messages> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Anthropic {
+impl Http<Messages> {
     /// A client for `https://api.anthropic.com`.
     pub fn new() -> Self {
         Self::with_base_url("https://api.anthropic.com")
@@ -75,66 +52,41 @@ impl Anthropic {
 
     /// A client for another server speaking the same API (a proxy, a gateway).
     pub fn with_base_url(base_url: impl Into<String>) -> Self {
-        let base_url = base_url
-            .into()
-            .trim_end_matches('/')
-            .trim_end_matches("/v1")
-            .to_owned();
-        Self {
-            endpoint: format!("{base_url}/v1/messages"),
-            base_url,
-            model: String::new(),
-            api_key: None,
-            max_tokens: 4096,
-            temperature: None,
-            thinking: None,
-            retry: RetryPolicy::default(),
-            read_timeout: READ_TIMEOUT,
-            client: build_client(CONNECT_TIMEOUT),
-        }
-    }
-
-    shared_setters!(model: "claude-sonnet-4-20250514", key: "`x-api-key`");
-
-    /// The answer's token limit, which the API requires, unless a request
-    /// sets its own. By default, 4,096.
-    #[must_use]
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = max_tokens;
-        self
-    }
-
-    /// Sampling temperature, unless a request sets its own. By default, the
-    /// server's. The API refuses it with extended thinking, so it is left out
-    /// then.
-    #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
+        let base_url: String = base_url.into();
+        let base_url = base_url.trim_end_matches('/').trim_end_matches("/v1");
+        Self::with_dialect(base_url, Messages::default())
     }
 
     /// Turns on extended thinking with this token budget. By default, off.
     #[must_use]
-    pub fn thinking(mut self, budget_tokens: u32) -> Self {
-        self.thinking = Some(budget_tokens);
-        self
+    pub fn thinking(self, budget_tokens: u32) -> Self {
+        self.with(|d| d.thinking = Some(budget_tokens))
+    }
+}
+
+impl Dialect for Messages {
+    type Decoder = Decoder;
+    const NAME: &'static str = "anthropic";
+    const EXAMPLE_MODEL: &'static str = "claude-sonnet-4-20250514";
+    const KEY_HEADER: KeyHeader = KeyHeader::Named("x-api-key");
+    const HEADERS: &'static [(&'static str, &'static str)] = &[("anthropic-version", "2023-06-01")];
+
+    fn chat_url(&self, endpoint: &Endpoint) -> String {
+        format!("{}/v1/messages", endpoint.base_url())
     }
 
-    /// The API version and, when a key is set, the key.
-    fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
-        if let Some(key) = self.api_key.as_deref().and_then(secret) {
-            headers.insert("x-api-key", key);
-        }
-        headers
-    }
-
-    fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        self.require_model()?;
-        let mut max_tokens = request.settings.max_tokens.unwrap_or(self.max_tokens);
+    fn body(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest<'_>,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let mut max_tokens = request
+            .settings
+            .max_tokens
+            .or(endpoint.max_tokens())
+            .unwrap_or(4096);
         let mut body = json!({
-            "model": self.model,
+            "model": endpoint.model(),
             "messages": messages(request.messages),
             "stream": true,
         });
@@ -162,7 +114,7 @@ impl Anthropic {
         if let Some(temperature) = request
             .settings
             .temperature
-            .or(self.temperature)
+            .or(endpoint.temperature())
             .filter(|_| self.thinking.is_none())
         {
             body["temperature"] = json!(temperature);
@@ -170,18 +122,38 @@ impl Anthropic {
         encode(&body)
     }
 
-    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
-        let headers = self.headers();
-        let decoder = Decoder::default();
-        sse::post(
-            &self.client,
-            &self.endpoint,
-            headers,
-            body,
-            self.read_timeout,
-            decoder,
-        )
-        .await
+    fn decoder(&self) -> Decoder {
+        Decoder::default()
+    }
+
+    fn health<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Health> {
+        Box::pin(async move {
+            let models = format!("{}/v1/models", endpoint.base_url());
+            endpoint.probe(&models, None).await
+        })
+    }
+
+    /// The model's card, `/v1/models/{model}`, where it gives
+    /// `max_input_tokens`; Anthropic's did not say when this was written.
+    fn context_window<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+    ) -> BoxFuture<'a, Result<Option<ContextWindow>, ProviderError>> {
+        Box::pin(async move {
+            let url = format!("{}/v1/models/{}", endpoint.base_url(), endpoint.model());
+            let card = match endpoint.get_json(&url).await {
+                Ok(card) => card,
+                Err(ProviderError::Status { status: 404, .. }) => return Ok(None),
+                Err(error) => return Err(error),
+            };
+            let tokens = |key: &str| card[key].as_u64().and_then(|n| u32::try_from(n).ok());
+            Ok(tokens("max_input_tokens")
+                .or_else(|| tokens("context_window"))
+                .map(|window| ContextWindow {
+                    tokens: window,
+                    max_output: tokens("max_tokens"),
+                }))
+        })
     }
 }
 
@@ -244,8 +216,8 @@ fn assistant_block(part: &Part) -> Option<Value> {
 }
 
 /// Reads the Messages event stream.
-#[derive(Default)]
-struct Decoder {
+#[derive(Debug, Default)]
+pub struct Decoder {
     usage: Usage,
     /// Per content block index: its tool call position, for client `tool_use` blocks.
     blocks: std::collections::HashMap<u64, Block>,
@@ -254,6 +226,7 @@ struct Decoder {
     stopped: bool,
 }
 
+#[derive(Debug)]
 enum Block {
     Call(usize),
     /// A server tool block: the block so far, and its input's JSON text.
@@ -278,14 +251,14 @@ impl Decoder {
     }
 }
 
-impl SseDecoder for Decoder {
+impl Decode for Decoder {
     fn event(
         &mut self,
         _name: Option<&str>,
         data: &str,
         out: &mut Events,
     ) -> Result<(), ProviderError> {
-        let event: Value = sse::json(data)?;
+        let event: Value = json(data)?;
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
         match event["type"].as_str().unwrap_or_default() {
             "message_start" => self.usage_from(&event["message"]["usage"]),
@@ -436,28 +409,5 @@ impl Decoder {
             .as_deref()
             .map_or(FinishReason::Stop, FinishReason::from_raw);
         out.push_back(StreamEvent::Finish(finish));
-    }
-}
-
-impl super::Provider for Anthropic {
-    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
-        retried(self.body(&request), &self.retry, request.cancel, |body| {
-            self.connect(body)
-        })
-    }
-
-    fn health(&self) -> BoxFuture<'_, Health> {
-        Box::pin(async move {
-            let models = format!("{}/v1/models", self.base_url);
-            probe(&self.client, &models, self.headers(), None).await
-        })
-    }
-
-    fn name(&self) -> &str {
-        "anthropic"
-    }
-
-    fn model_name(&self) -> &str {
-        &self.model
     }
 }

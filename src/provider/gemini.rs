@@ -1,22 +1,13 @@
 //! Google's Gemini API (`streamGenerateContent?alt=sse`).
 
-use std::collections::HashMap;
-use std::fmt;
-use std::time::Duration;
-
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
-use super::http::{
-    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, encode, probe, redact, retried, secret,
-    shared_setters,
-};
-use super::sse::{self, Events, SseDecoder};
+use super::dialect::{Decode, Dialect, Endpoint, Events, Http, KeyHeader, encode, json};
 use super::{
-    ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
-    ToolCallDelta, ToolChoice,
+    ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
+    ToolChoice,
 };
 use crate::message::{Message, Part, Role, Usage};
 use crate::tool::schema;
@@ -29,6 +20,7 @@ const SIGNED: &str = "gemini";
 /// stable ones are made), `thought` parts as reasoning, thought signatures
 /// kept and sent back on the part that carried them, tool schemas in
 /// Gemini's subset, and safety stops as [`FinishReason::ContentFilter`].
+/// The setters every dialect shares are [`Http`]'s.
 ///
 /// # Examples
 /// ```
@@ -36,35 +28,21 @@ const SIGNED: &str = "gemini";
 /// let gemini = Gemini::new().model("gemini-2.5-flash").api_key_env("GEMINI_API_KEY").thinking(1024);
 /// # let _ = gemini;
 /// ```
-#[derive(Clone)]
-pub struct Gemini {
-    base_url: String,
-    model: String,
-    api_key: Option<String>,
-    temperature: Option<f32>,
+pub type Gemini = Http<GenerateContent>;
+
+/// The `streamGenerateContent` dialect and its settings; see [`Gemini`].
+#[derive(Debug, Clone, Default)]
+pub struct GenerateContent {
     thinking: Option<i64>,
-    retry: RetryPolicy,
-    read_timeout: Duration,
-    client: Result<reqwest::Client, String>,
 }
 
-impl fmt::Debug for Gemini {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Gemini")
-            .field("base_url", &redact(&self.base_url))
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for Gemini {
+impl Default for Http<GenerateContent> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Gemini {
+impl Http<GenerateContent> {
     /// A client for `https://generativelanguage.googleapis.com`.
     pub fn new() -> Self {
         Self::with_base_url("https://generativelanguage.googleapis.com")
@@ -73,60 +51,40 @@ impl Gemini {
     /// A client for another server speaking the same API (a proxy, a
     /// gateway). A trailing `/v1beta` is accepted.
     pub fn with_base_url(base_url: impl Into<String>) -> Self {
-        let base_url = base_url
-            .into()
-            .trim_end_matches('/')
-            .trim_end_matches("/v1beta")
-            .to_owned();
-        Self {
-            base_url,
-            model: String::new(),
-            api_key: None,
-            temperature: None,
-            thinking: None,
-            retry: RetryPolicy::default(),
-            read_timeout: READ_TIMEOUT,
-            client: build_client(CONNECT_TIMEOUT),
-        }
-    }
-
-    shared_setters!(model: "gemini-2.5-flash", key: "`x-goog-api-key`");
-
-    /// Sampling temperature, unless a request sets its own. By default, the
-    /// server's.
-    #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
+        let base_url: String = base_url.into();
+        let base_url = base_url.trim_end_matches('/').trim_end_matches("/v1beta");
+        Self::with_dialect(base_url, GenerateContent::default())
     }
 
     /// Asks for thought summaries, with this thinking budget in tokens
     /// (`-1` lets the model choose). By default, the model's own setting,
     /// without summaries.
     #[must_use]
-    pub fn thinking(mut self, budget_tokens: i64) -> Self {
-        self.thinking = Some(budget_tokens);
-        self
+    pub fn thinking(self, budget_tokens: i64) -> Self {
+        self.with(|d| d.thinking = Some(budget_tokens))
+    }
+}
+
+/// The model's own URL, `{base}/v1beta/models/{model}`.
+fn model_url(endpoint: &Endpoint) -> String {
+    format!("{}/v1beta/models/{}", endpoint.base_url(), endpoint.model())
+}
+
+impl Dialect for GenerateContent {
+    type Decoder = Decoder;
+    const NAME: &'static str = "gemini";
+    const EXAMPLE_MODEL: &'static str = "gemini-2.5-flash";
+    const KEY_HEADER: KeyHeader = KeyHeader::Named("x-goog-api-key");
+
+    fn chat_url(&self, endpoint: &Endpoint) -> String {
+        format!("{}:streamGenerateContent?alt=sse", model_url(endpoint))
     }
 
-    /// The key header, when a key is set.
-    fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = self.api_key.as_deref().and_then(secret) {
-            headers.insert("x-goog-api-key", key);
-        }
-        headers
-    }
-
-    fn endpoint(&self) -> String {
-        format!(
-            "{}/v1beta/models/{}:streamGenerateContent?alt=sse",
-            self.base_url, self.model
-        )
-    }
-
-    fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        self.require_model()?;
+    fn body(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest<'_>,
+    ) -> Result<Vec<u8>, ProviderError> {
         let mut body = json!({ "contents": contents(request.messages) });
         if let Some(system) = request.system {
             body["systemInstruction"] = json!({"parts": [{"text": system}]});
@@ -143,10 +101,10 @@ impl Gemini {
             }
         }
         let mut config = serde_json::Map::new();
-        if let Some(temperature) = request.settings.temperature.or(self.temperature) {
+        if let Some(temperature) = request.settings.temperature.or(endpoint.temperature()) {
             config.insert("temperature".into(), json!(temperature));
         }
-        if let Some(max_tokens) = request.settings.max_tokens {
+        if let Some(max_tokens) = request.settings.max_tokens.or(endpoint.max_tokens()) {
             config.insert("maxOutputTokens".into(), json!(max_tokens));
         }
         if let Some(budget) = self.thinking {
@@ -161,18 +119,35 @@ impl Gemini {
         encode(&body)
     }
 
-    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
-        let headers = self.headers();
-        let decoder = Decoder::default();
-        sse::post(
-            &self.client,
-            &self.endpoint(),
-            headers,
-            body,
-            self.read_timeout,
-            decoder,
-        )
-        .await
+    fn decoder(&self) -> Decoder {
+        Decoder::default()
+    }
+
+    fn health<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Health> {
+        Box::pin(async move {
+            endpoint
+                .probe(&model_url(endpoint), Some(endpoint.model()))
+                .await
+        })
+    }
+
+    /// `inputTokenLimit` and `outputTokenLimit` of the model's card.
+    fn context_window<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+    ) -> BoxFuture<'a, Result<Option<ContextWindow>, ProviderError>> {
+        Box::pin(async move {
+            let card = match endpoint.get_json(&model_url(endpoint)).await {
+                Ok(card) => card,
+                Err(ProviderError::Status { status: 404, .. }) => return Ok(None),
+                Err(error) => return Err(error),
+            };
+            let tokens = |key: &str| card[key].as_u64().and_then(|n| u32::try_from(n).ok());
+            Ok(tokens("inputTokenLimit").map(|window| ContextWindow {
+                tokens: window,
+                max_output: tokens("outputTokenLimit"),
+            }))
+        })
     }
 }
 
@@ -247,22 +222,22 @@ fn contents(messages: &[Message]) -> Vec<Value> {
 }
 
 /// Reads the stream of `GenerateContentResponse` chunks.
-#[derive(Default)]
-struct Decoder {
+#[derive(Debug, Default)]
+pub struct Decoder {
     usage: Option<Usage>,
     calls: usize,
     finish: Option<String>,
     blocked: Option<String>,
 }
 
-impl SseDecoder for Decoder {
+impl Decode for Decoder {
     fn event(
         &mut self,
         _name: Option<&str>,
         data: &str,
         out: &mut Events,
     ) -> Result<(), ProviderError> {
-        let chunk: Value = sse::json(data)?;
+        let chunk: Value = json(data)?;
         if let Some(error) = chunk.get("error") {
             return Err(ProviderError::Stream {
                 message: error["message"]
@@ -352,28 +327,5 @@ impl SseDecoder for Decoder {
         };
         out.push_back(StreamEvent::Finish(finish));
         Ok(())
-    }
-}
-
-impl super::Provider for Gemini {
-    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
-        retried(self.body(&request), &self.retry, request.cancel, |body| {
-            self.connect(body)
-        })
-    }
-
-    fn health(&self) -> BoxFuture<'_, Health> {
-        Box::pin(async move {
-            let url = format!("{}/v1beta/models/{}", self.base_url, self.model);
-            probe(&self.client, &url, self.headers(), Some(&self.model)).await
-        })
-    }
-
-    fn name(&self) -> &str {
-        "gemini"
-    }
-
-    fn model_name(&self) -> &str {
-        &self.model
     }
 }

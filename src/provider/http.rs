@@ -1,5 +1,6 @@
-//! What the HTTP dialects share: the client, retried requests, status and
-//! transport errors, `Retry-After`, and keeping credentials out of messages.
+//! What the HTTP endpoint is built from: the client, retried requests,
+//! status and transport errors, `Retry-After`, read time-outs, and keeping
+//! credentials out of messages.
 
 use std::time::Duration;
 
@@ -11,88 +12,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::staged::Staged;
 use super::{EventStream, ProviderError, RetryPolicy};
-
-/// An API key as a header value marked sensitive (so `reqwest` keeps it out
-/// of its `Debug` output); `None` for a key no header can carry.
-/// Surrounding whitespace (a key read from a file ends in a newline) is not
-/// part of the key.
-#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
-pub(crate) fn secret(key: &str) -> Option<reqwest::header::HeaderValue> {
-    let mut value = reqwest::header::HeaderValue::from_str(key.trim()).ok()?;
-    value.set_sensitive(true);
-    Some(value)
-}
-
-/// Sends `request` to `endpoint` (already redacted, for messages), waiting
-/// at most `read_timeout` for the response head. Statuses are the caller's
-/// to check, since some dialects add hints to them.
-#[cfg(any(
-    feature = "ollama",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "responses"
-))]
-pub(crate) async fn send(
-    request: reqwest::RequestBuilder,
-    endpoint: &str,
-    read_timeout: Duration,
-) -> Result<reqwest::Response, ProviderError> {
-    match tokio::time::timeout(read_timeout, request.send()).await {
-        Ok(result) => result.map_err(|e| transport_error(endpoint, read_timeout, e)),
-        Err(_) => Err(ProviderError::Timeout {
-            endpoint: endpoint.to_owned(),
-            after: read_timeout,
-        }),
-    }
-}
-
-/// A health probe of `url` for dialects whose answer says nothing more we
-/// need: reachable and answering 2xx within five seconds. With `model`, `url`
-/// names that model, and a 404 means the server lacks it; without, the model
-/// is left unchecked.
-#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
-pub(crate) async fn probe(
-    client: &Result<reqwest::Client, String>,
-    url: &str,
-    headers: reqwest::header::HeaderMap,
-    model: Option<&str>,
-) -> super::Health {
-    use super::Health;
-    let started = std::time::Instant::now();
-    let shown = redact(url);
-    let attempt = async {
-        let client = client
-            .as_ref()
-            .map_err(|e| Health::problem(Duration::ZERO, e.clone()))?;
-        let response = client.get(url).headers(headers).send().await.map_err(|e| {
-            let error = transport_error(&shown, Duration::from_secs(5), e);
-            Health::unreachable(started.elapsed(), error.chain())
-        })?;
-        if let Some(model) = model.filter(|_| response.status() == reqwest::StatusCode::NOT_FOUND) {
-            let mut health = Health::problem(
-                started.elapsed(),
-                format!("the server has no model `{model}`; check the name against its model list"),
-            );
-            health.model_present = Some(false);
-            return Err(health);
-        }
-        check_status(response)
-            .await
-            .map_err(|e| Health::problem(started.elapsed(), e.chain()))
-    };
-    match tokio::time::timeout(Duration::from_secs(5), attempt).await {
-        Err(_) => Health::unreachable(
-            started.elapsed(),
-            format!("{shown} did not answer within 5s"),
-        ),
-        Ok(Err(health)) => health,
-        Ok(Ok(_)) => {
-            let mut health = Health::ok(started.elapsed());
-            health.model_present = model.map(|_| true);
-            health
-        }
-    }
-}
 
 /// The events of one request under `retry`: the encoded `body` (or the error
 /// encoding it) sent by `connect` on each try, until a try streams its first
@@ -189,24 +108,6 @@ pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String>
         .map_err(|e| format!("could not build the HTTP client: {e}"))
 }
 
-/// Passes a successful response through; turns any other into an error that
-/// carries the server's own message and its `Retry-After`.
-pub(crate) async fn check_status(
-    response: reqwest::Response,
-) -> Result<reqwest::Response, ProviderError> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
-    let retry_after = retry_after(response.headers());
-    let body = response.text().await.unwrap_or_default();
-    Err(ProviderError::Status {
-        status: status.as_u16(),
-        message: error_message(&body),
-        retry_after,
-    })
-}
-
 /// `retry-after-ms` (`OpenAI`), else `Retry-After` in seconds or as an HTTP date.
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let header = |name: &str| {
@@ -229,85 +130,12 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
     )
 }
 
-/// A request body as the bytes sent (and resent on retries).
-pub(crate) fn encode(body: &impl serde::Serialize) -> Result<Bytes, ProviderError> {
-    serde_json::to_vec(body)
-        .map(Bytes::from)
-        .map_err(|e| ProviderError::Decode {
-            message: format!("could not encode the request: {e}"),
-        })
-}
-
 /// How long to wait for a connection, by default.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long to wait for each next piece of an answer, by default: local
 /// models can take minutes to read a long prompt.
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The builder methods every HTTP provider shares, over its fields `model`,
-/// `base_url`, `retry`, `read_timeout` and `client` (and `api_key`, given how
-/// the key is sent): one text for their behaviour and their docs.
-macro_rules! shared_setters {
-    (model: $example:literal $(, key: $sent_as:literal)?) => {
-        #[doc = concat!("The model to ask for, e.g. `\"", $example, "\"`. Required.")]
-        #[must_use]
-        pub fn model(mut self, model: impl Into<String>) -> Self {
-            self.model = model.into();
-            self
-        }
-
-        $(
-            #[doc = concat!("The API key, sent as ", $sent_as, ". By default, none.")]
-            #[must_use]
-            pub fn api_key(mut self, key: impl Into<String>) -> Self {
-                self.api_key = Some(key.into()).filter(|k| !k.is_empty());
-                self
-            }
-
-            /// Reads the API key from the environment variable `name`, if it
-            /// is set. No variable is read implicitly, so a key only goes to
-            /// the server you chose. By default, none.
-            #[must_use]
-            pub fn api_key_env(self, name: &str) -> Self {
-                match std::env::var(name) {
-                    Ok(key) => self.api_key(key),
-                    Err(_) => self,
-                }
-            }
-        )?
-
-        /// When to retry failed calls. By default,
-        /// [`RetryPolicy::default()`](crate::provider::RetryPolicy::default).
-        #[must_use]
-        pub fn retry(mut self, policy: crate::provider::RetryPolicy) -> Self {
-            self.retry = policy;
-            self
-        }
-
-        /// Connection and read time-outs: how long to wait for a connection,
-        /// and for each next piece of the answer. By default, 10 s and 300 s
-        /// (local models can take minutes to read a long prompt).
-        #[must_use]
-        pub fn timeouts(mut self, connect: std::time::Duration, read: std::time::Duration) -> Self {
-            self.read_timeout = read;
-            self.client = crate::provider::http::build_client(connect);
-            self
-        }
-
-        /// A configuration error unless a model is set.
-        fn require_model(&self) -> Result<(), crate::provider::ProviderError> {
-            if self.model.is_empty() {
-                return Err(crate::provider::ProviderError::Config(format!(
-                    concat!("no model set for {}: call `.model(\"…\")`, e.g. `.model(\"", $example, "\")`"),
-                    crate::provider::http::redact(&self.base_url)
-                )));
-            }
-            Ok(())
-        }
-    };
-}
-pub(crate) use shared_setters;
 
 /// Tells when a response body has been silent for a whole read time-out.
 /// Reading the clock on every read cost more than parsing the bytes, so a

@@ -7,8 +7,11 @@
 //! for every model call, and so can any test. Failures are
 //! [`ProviderError`]s; [`RetryPolicy`] decides which are retried.
 //!
-//! One module per dialect, each behind its feature, holds its request body,
-//! headers and stream decoder; `http`, `sse` and `retry` are what they share:
+//! Every HTTP dialect is one type, [`Http<D>`](dialect::Http): an
+//! [`Endpoint`](dialect::Endpoint) (base URL, key, headers, time-outs,
+//! retries, health probes, an [`Observe`]r of the wire) speaking one
+//! [`Dialect`](dialect::Dialect), which holds only its request body, headers
+//! and stream decoder. Each is behind its feature:
 //!
 //! | type | feature | speaks |
 //! |------|---------|--------|
@@ -18,16 +21,34 @@
 //! | `Gemini` | `gemini` | Google's Gemini API (`streamGenerateContent`) |
 //! | `OpenAiResponses` | `responses` | `OpenAI`'s Responses API, stateless |
 //!
-//! Any other server is a [`Provider`] of your own.
+//! Any other server is a [`Dialect`](dialect::Dialect) or a [`Provider`] of
+//! your own.
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
 pub(crate) mod assemble;
+#[cfg(feature = "__http")]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(
+        feature = "openai",
+        feature = "ollama",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "responses"
+    )))
+)]
+pub mod dialect;
+#[cfg(feature = "__http")]
+mod endpoint;
 mod error;
+#[cfg(feature = "__http")]
+mod frames;
 #[cfg(feature = "gemini")]
 mod gemini;
 #[cfg(feature = "__http")]
 pub(crate) mod http;
+mod observe;
 #[cfg(feature = "ollama")]
 mod ollama;
 #[cfg(feature = "openai")]
@@ -35,15 +56,10 @@ mod openai;
 #[cfg(feature = "responses")]
 mod responses;
 mod retry;
-#[cfg(any(
-    feature = "openai",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "responses"
-))]
-pub(crate) mod sse;
 mod staged;
 mod think;
+#[cfg(any(feature = "openai", feature = "ollama", feature = "responses"))]
+mod window;
 
 use std::fmt;
 use std::time::Duration;
@@ -61,6 +77,7 @@ pub use error::ProviderError;
 #[cfg(feature = "gemini")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]
 pub use gemini::Gemini;
+pub use observe::{Observe, Outcome, WireRequest, WireResponse};
 #[cfg(feature = "ollama")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ollama")))]
 pub use ollama::Ollama;
@@ -110,6 +127,66 @@ pub trait Provider: Send + Sync + fmt::Debug {
 
     /// The model requests go to, e.g. `"qwen3:8b"`; used in traces.
     fn model_name(&self) -> &str;
+
+    /// How many tokens the model takes, as the server says: `/v1/models`
+    /// metadata (vLLM's `max_model_len`, `OpenRouter`'s `context_length`),
+    /// llama.cpp's `/props`, Ollama's `/api/show`, Gemini's model card.
+    /// `Ok(None)` when the server doesn't say (`OpenAI`, Anthropic). The
+    /// dialects ask once per provider value and keep the answer; a failure
+    /// is not kept, so asking again retries. Bots use it to bound history.
+    ///
+    /// By default, `Ok(None)`.
+    ///
+    /// # Errors
+    /// When the server could not be asked: unreachable, an error status
+    /// other than "no such path", an answer that isn't JSON.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use ferrobot::provider::Provider;
+    /// use ferrobot::testing::MockProvider;
+    /// let window = MockProvider::replying("hi").context_window().await.unwrap();
+    /// assert_eq!(window, None);
+    /// # }
+    /// ```
+    fn context_window(&self) -> BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// A model's context window, from [`Provider::context_window`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ContextWindow {
+    /// Tokens the model attends to at most: the prompt and, on most servers,
+    /// the answer too (Gemini counts the prompt alone).
+    pub tokens: u32,
+    /// The most tokens one answer may have, when the server says.
+    pub max_output: Option<u32>,
+}
+
+impl ContextWindow {
+    /// A window of `tokens`, with no bound on answers given.
+    ///
+    /// # Examples
+    /// ```
+    /// let window = ferrobot::provider::ContextWindow::new(8192);
+    /// assert_eq!((window.tokens, window.max_output), (8192, None));
+    /// ```
+    pub fn new(tokens: u32) -> Self {
+        Self {
+            tokens,
+            max_output: None,
+        }
+    }
+
+    /// With a bound on one answer's tokens.
+    #[must_use]
+    pub fn with_max_output(mut self, tokens: u32) -> Self {
+        self.max_output = Some(tokens);
+        self
+    }
 }
 
 /// A shared provider is a provider, so one endpoint can serve several agents.
@@ -128,6 +205,10 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
 
     fn model_name(&self) -> &str {
         (**self).model_name()
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
+        (**self).context_window()
     }
 }
 

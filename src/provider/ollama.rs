@@ -1,29 +1,22 @@
 //! Ollama's native chat API (`/api/chat`, NDJSON).
 
-use std::collections::VecDeque;
-use std::fmt;
-use std::time::{Duration, Instant};
-
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::http::{
-    CONNECT_TIMEOUT, IdleTimer, READ_TIMEOUT, build_client, check_status, encode, redact, retried,
-    send, shared_setters, transport_error,
-};
+use super::dialect::{Decode, Dialect, Endpoint, Events, Framing, Http, encode};
 use super::{
-    ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
-    ToolCallDelta,
+    ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
 };
 use crate::message::{Message, Part, Role, Usage};
 
 /// A client for Ollama's native API (`/api/chat`): reasoning from
 /// `message.thinking`, tool calls with object arguments, `done_reason`, and
 /// the counters of the last line as usage. Error bodies such as "model does
-/// not support tools" are passed on verbatim, with a hint.
+/// not support tools" are passed on verbatim, with a hint. The setters every
+/// dialect shares are [`Http`]'s; `temperature` and `max_tokens` go into
+/// `options` (as `temperature` and `num_predict`), and a key, for an Ollama
+/// behind a proxy, as `Authorization: Bearer`.
 ///
 /// Ollama also serves the OpenAI-compatible API at `/v1`
 /// ([`OpenAiCompatible`](super::OpenAiCompatible)); the native one reports
@@ -35,70 +28,61 @@ use crate::message::{Message, Part, Role, Usage};
 /// let ollama = Ollama::new("http://localhost:11434").model("qwen3:8b").think(true);
 /// # let _ = ollama;
 /// ```
-#[derive(Clone)]
-pub struct Ollama {
-    base_url: String,
-    endpoint: String,
-    model: String,
+pub type Ollama = Http<OllamaChat>;
+
+/// Ollama's `/api/chat` dialect and its settings; see [`Ollama`].
+#[derive(Debug, Clone, Default)]
+pub struct OllamaChat {
     think: Option<bool>,
     options: Map<String, Value>,
-    retry: RetryPolicy,
-    read_timeout: Duration,
-    client: Result<reqwest::Client, String>,
 }
 
-impl fmt::Debug for Ollama {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ollama")
-            .field("base_url", &redact(&self.base_url))
-            .field("model", &self.model)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Ollama {
+impl Http<OllamaChat> {
     /// A client for the Ollama server at `base_url`, e.g. `http://localhost:11434`.
     pub fn new(base_url: impl Into<String>) -> Self {
-        let base_url = base_url.into().trim_end_matches('/').to_owned();
-        Self {
-            endpoint: format!("{base_url}/api/chat"),
-            base_url,
-            model: String::new(),
-            think: None,
-            options: Map::new(),
-            retry: RetryPolicy::default(),
-            read_timeout: READ_TIMEOUT,
-            client: build_client(CONNECT_TIMEOUT),
-        }
+        Self::with_dialect(base_url, OllamaChat::default())
     }
-
-    shared_setters!(model: "qwen3:8b");
 
     /// Whether thinking models should think (`think`). By default, the model's.
     #[must_use]
-    pub fn think(mut self, think: bool) -> Self {
-        self.think = Some(think);
-        self
+    pub fn think(self, think: bool) -> Self {
+        self.with(|d| d.think = Some(think))
     }
 
-    /// Sets a model option (`options`), e.g. `num_ctx` or `temperature`.
+    /// Sets a model option (`options`), e.g. `num_ctx` or `seed`. A
+    /// `num_ctx` set here is the [context window](crate::provider::Provider::context_window).
     #[must_use]
-    pub fn option(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.options.insert(key.into(), value);
-        self
+    pub fn option(self, key: impl Into<String>, value: Value) -> Self {
+        let key = key.into();
+        self.with(|d| {
+            d.options.insert(key, value);
+        })
+    }
+}
+
+impl Dialect for OllamaChat {
+    type Decoder = Decoder;
+    const NAME: &'static str = "ollama";
+    const EXAMPLE_MODEL: &'static str = "qwen3:8b";
+
+    fn chat_url(&self, endpoint: &Endpoint) -> String {
+        format!("{}/api/chat", endpoint.base_url())
     }
 
-    fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        self.require_model()?;
+    fn body(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest<'_>,
+    ) -> Result<Vec<u8>, ProviderError> {
         let mut options = self.options.clone();
-        if let Some(t) = request.settings.temperature {
+        if let Some(t) = request.settings.temperature.or(endpoint.temperature()) {
             options.insert("temperature".into(), json!(t));
         }
-        if let Some(n) = request.settings.max_tokens {
+        if let Some(n) = request.settings.max_tokens.or(endpoint.max_tokens()) {
             options.insert("num_predict".into(), json!(n));
         }
-        let body = RequestBody {
-            model: &self.model,
+        encode(&RequestBody {
+            model: endpoint.model(),
             messages: messages(request.system, request.messages),
             tools: request
                 .callable_tools()
@@ -108,34 +92,63 @@ impl Ollama {
             stream: true,
             think: self.think,
             options: (!options.is_empty()).then_some(options),
-        };
-        encode(&body)
+        })
     }
 
-    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| ProviderError::Config(e.clone()))?;
-        let request = client
-            .post(&self.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        let response = send(request, &redact(&self.endpoint), self.read_timeout).await?;
-        let response = check_status(response).await.map_err(with_hint)?;
-        let lines = NdjsonLines::new(
-            response.bytes_stream().boxed(),
-            redact(&self.endpoint),
-            self.read_timeout,
-        );
-        let mut decoder = Decoder::default();
-        let events = lines
-            .map(move |line| match line {
-                Ok(line) => decoder.line(&line),
-                Err(error) => vec![Err(error)],
-            })
-            .flat_map(stream::iter);
-        Ok(events.boxed())
+    fn framing(&self) -> Framing {
+        Framing::Lines
+    }
+
+    fn decoder(&self) -> Decoder {
+        Decoder::default()
+    }
+
+    fn health<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Health> {
+        Box::pin(async move {
+            let model = endpoint.model();
+            let tags = format!("{}/api/tags", endpoint.base_url());
+            let mut health = endpoint
+                .probe_list(&tags, |listed| {
+                    let models = listed.get("models")?.as_array()?;
+                    Some(
+                        models
+                            .iter()
+                            .filter_map(|m| m.get("name")?.as_str())
+                            .any(|name| {
+                                name == model || name.strip_suffix(":latest") == Some(model)
+                            }),
+                    )
+                })
+                .await;
+            if health.model_present == Some(false) {
+                health.detail = Some(format!(
+                    "model `{model}` is not pulled: run `ollama pull {model}`"
+                ));
+            }
+            health
+        })
+    }
+
+    /// From `/api/show`: a `num_ctx` set with [`option`](Http::option), else
+    /// the model's own `num_ctx` parameter, else the length it was trained
+    /// for.
+    fn context_window<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+    ) -> BoxFuture<'a, Result<Option<ContextWindow>, ProviderError>> {
+        let num_ctx = self
+            .options
+            .get("num_ctx")
+            .and_then(|n| n.as_u64().and_then(|n| u32::try_from(n).ok()));
+        Box::pin(super::window::ollama(
+            endpoint,
+            endpoint.base_url(),
+            num_ctx,
+        ))
+    }
+
+    fn explain(&self, error: ProviderError) -> ProviderError {
+        with_hint(error)
     }
 }
 
@@ -264,39 +277,38 @@ struct WireFunction {
     arguments: Value,
 }
 
-#[derive(Default)]
-struct Decoder {
+/// Reads the lines of `/api/chat`.
+#[derive(Debug, Default)]
+pub struct Decoder {
     calls: usize,
     finished: bool,
 }
 
-impl Decoder {
-    fn line(&mut self, line: &str) -> Vec<Result<StreamEvent, ProviderError>> {
-        let line = line.trim();
-        if line.is_empty() || self.finished {
-            return Vec::new();
+impl Decode for Decoder {
+    fn event(
+        &mut self,
+        _name: Option<&str>,
+        line: &str,
+        out: &mut Events,
+    ) -> Result<(), ProviderError> {
+        if self.finished {
+            return Ok(());
         }
-        let parsed: Line = match serde_json::from_str(line) {
-            Ok(parsed) => parsed,
-            Err(e) => {
-                return vec![Err(ProviderError::Decode {
-                    message: format!("{e} in line `{line}`"),
-                })];
-            }
-        };
+        let parsed: Line = serde_json::from_str(line).map_err(|e| ProviderError::Decode {
+            message: format!("{e} in line `{line}`"),
+        })?;
         if let Some(error) = parsed.error {
-            return vec![Err(ProviderError::Stream { message: error })];
+            return Err(ProviderError::Stream { message: error });
         }
-        let mut out = Vec::new();
         if let Some(message) = parsed.message {
             if let Some(thinking) = message.thinking.filter(|t| !t.is_empty()) {
-                out.push(Ok(StreamEvent::ReasoningDelta(thinking)));
+                out.push_back(StreamEvent::ReasoningDelta(thinking));
             }
             if !message.content.is_empty() {
-                out.push(Ok(StreamEvent::TextDelta(message.content)));
+                out.push_back(StreamEvent::TextDelta(message.content));
             }
             for call in message.tool_calls {
-                out.push(Ok(StreamEvent::ToolCallDelta(ToolCallDelta {
+                out.push_back(StreamEvent::ToolCallDelta(ToolCallDelta {
                     index: self.calls,
                     id: None,
                     name: Some(call.function.name),
@@ -305,179 +317,30 @@ impl Decoder {
                     } else {
                         call.function.arguments.to_string()
                     },
-                })));
+                }));
                 self.calls += 1;
             }
         }
         if parsed.done {
             self.finished = true;
-            out.push(Ok(StreamEvent::Usage(Usage {
+            out.push_back(StreamEvent::Usage(Usage {
                 input_tokens: parsed.prompt_eval_count.unwrap_or(0),
                 output_tokens: parsed.eval_count.unwrap_or(0),
                 ..Usage::default()
-            })));
+            }));
             let finish = match parsed.done_reason.as_deref() {
                 // Ollama says "stop" after tool calls too.
                 Some("stop") | None if self.calls > 0 => FinishReason::ToolCalls,
                 Some(reason) => FinishReason::from_raw(reason),
                 None => FinishReason::Stop,
             };
-            out.push(Ok(StreamEvent::Finish(finish)));
+            out.push_back(StreamEvent::Finish(finish));
         }
-        out
-    }
-}
-
-/// Lines of an NDJSON body, however the network splits it, until the
-/// server falls silent for the read time-out.
-struct NdjsonLines<'a> {
-    body: futures_util::stream::BoxStream<'a, reqwest::Result<Bytes>>,
-    buffer: Vec<u8>,
-    ready: VecDeque<String>,
-    done: bool,
-    endpoint: String,
-    idle: IdleTimer,
-}
-
-impl<'a> NdjsonLines<'a> {
-    fn new(
-        body: futures_util::stream::BoxStream<'a, reqwest::Result<Bytes>>,
-        endpoint: String,
-        read_timeout: Duration,
-    ) -> Self {
-        Self {
-            body,
-            buffer: Vec::new(),
-            ready: VecDeque::new(),
-            done: false,
-            endpoint,
-            idle: IdleTimer::new(read_timeout),
-        }
-    }
-}
-
-impl futures_core::Stream for NdjsonLines<'_> {
-    type Item = Result<String, ProviderError>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        use std::task::Poll;
-        let this = &mut *self;
-        loop {
-            if let Some(line) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(line)));
-            }
-            if this.done {
-                return Poll::Ready(None);
-            }
-            let next = match this.body.poll_next_unpin(cx) {
-                Poll::Ready(next) => next,
-                Poll::Pending if this.idle.timed_out(cx) => {
-                    this.done = true;
-                    return Poll::Ready(Some(Err(ProviderError::Timeout {
-                        endpoint: this.endpoint.clone(),
-                        after: this.idle.limit(),
-                    })));
-                }
-                Poll::Pending => return Poll::Pending,
-            };
-            match next {
-                Some(Ok(bytes)) => {
-                    this.idle.read();
-                    this.buffer.extend_from_slice(&bytes);
-                    while let Some(end) = this.buffer.iter().position(|&b| b == b'\n') {
-                        let line: Vec<u8> = this.buffer.drain(..=end).collect();
-                        this.ready
-                            .push_back(String::from_utf8_lossy(&line).into_owned());
-                    }
-                }
-                Some(Err(e)) => {
-                    this.done = true;
-                    return Poll::Ready(Some(Err(transport_error(
-                        &this.endpoint,
-                        this.idle.limit(),
-                        e,
-                    ))));
-                }
-                None => {
-                    this.done = true;
-                    if !this.buffer.is_empty() {
-                        let rest = std::mem::take(&mut this.buffer);
-                        this.ready
-                            .push_back(String::from_utf8_lossy(&rest).into_owned());
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl super::Provider for Ollama {
-    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
-        retried(self.body(&request), &self.retry, request.cancel, |body| {
-            self.connect(body)
-        })
+        Ok(())
     }
 
-    fn health(&self) -> BoxFuture<'_, Health> {
-        Box::pin(async move {
-            let started = Instant::now();
-            let tags = format!("{}/api/tags", self.base_url);
-            let probe = async {
-                let client = self
-                    .client
-                    .as_ref()
-                    .map_err(|e| Health::problem(Duration::ZERO, e.clone()))?;
-                let response = client.get(&tags).send().await.map_err(|e| {
-                    Health::unreachable(
-                        started.elapsed(),
-                        transport_error(&redact(&tags), self.read_timeout, e).chain(),
-                    )
-                })?;
-                let response = check_status(response)
-                    .await
-                    .map_err(|e| Health::problem(started.elapsed(), e.chain()))?;
-                Ok::<_, Health>(response.json::<Value>().await.ok())
-            };
-            match tokio::time::timeout(Duration::from_secs(5), probe).await {
-                Err(_) => Health::unreachable(
-                    started.elapsed(),
-                    format!("{} did not answer within 5s", redact(&tags)),
-                ),
-                Ok(Err(health)) => health,
-                Ok(Ok(listed)) => {
-                    let mut health = Health::ok(started.elapsed());
-                    health.model_present = listed
-                        .as_ref()
-                        .and_then(|l| l.get("models")?.as_array().cloned())
-                        .map(|models| {
-                            models
-                                .iter()
-                                .filter_map(|m| m.get("name")?.as_str())
-                                .any(|name| {
-                                    name == self.model
-                                        || name.strip_suffix(":latest") == Some(self.model.as_str())
-                                })
-                        });
-                    if health.model_present == Some(false) {
-                        health.detail = Some(format!(
-                            "model `{}` is not pulled: run `ollama pull {}`",
-                            self.model, self.model
-                        ));
-                    }
-                    health
-                }
-            }
-        })
-    }
-
-    fn name(&self) -> &str {
-        "ollama"
-    }
-
-    fn model_name(&self) -> &str {
-        &self.model
+    /// A stream that ends without its `done` line ends without a finish.
+    fn end(&mut self, _out: &mut Events) -> Result<(), ProviderError> {
+        Ok(())
     }
 }

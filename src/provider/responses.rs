@@ -1,22 +1,12 @@
 //! OpenAI's Responses API (`/responses`, SSE with typed events), stateless.
 
-use std::collections::HashMap;
-use std::fmt;
-use std::time::Duration;
-
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
-use super::http::{
-    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, encode, probe, redact, retried, secret,
-    shared_setters,
-};
-use super::sse::{self, Events, SseDecoder};
+use super::dialect::{Decode, Dialect, Endpoint, Events, Http, encode, json};
 use super::{
-    ChatRequest, EventStream, FinishReason, Health, ProviderError, RetryPolicy, StreamEvent,
-    ToolCallDelta,
+    ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
 };
 use crate::message::{Message, Part, Role, Usage};
 
@@ -29,7 +19,7 @@ const SIGNED: &str = "openai-responses";
 /// request, reasoning items come back with their encrypted content and are
 /// sent again with the tool results that follow, function calls are keyed
 /// by their `call_id` (not the item id), and usage comes from
-/// `response.completed`.
+/// `response.completed`. The setters every dialect shares are [`Http`]'s.
 ///
 /// # Examples
 /// ```
@@ -37,82 +27,48 @@ const SIGNED: &str = "openai-responses";
 /// let gpt = OpenAiResponses::new("https://api.openai.com/v1").model("gpt-5-mini").api_key_env("OPENAI_API_KEY").reasoning_effort("low");
 /// # let _ = gpt;
 /// ```
-#[derive(Clone)]
-pub struct OpenAiResponses {
-    base_url: String,
-    endpoint: String,
-    model: String,
-    api_key: Option<String>,
-    temperature: Option<f32>,
+pub type OpenAiResponses = Http<Responses>;
+
+/// The Responses dialect (`{base_url}/responses`) and its settings; see
+/// [`OpenAiResponses`].
+#[derive(Debug, Clone, Default)]
+pub struct Responses {
     effort: Option<String>,
-    retry: RetryPolicy,
-    read_timeout: Duration,
-    client: Result<reqwest::Client, String>,
 }
 
-impl fmt::Debug for OpenAiResponses {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiResponses")
-            .field("base_url", &redact(&self.base_url))
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .finish_non_exhaustive()
-    }
-}
-
-impl OpenAiResponses {
+impl Http<Responses> {
     /// A client for the server at `base_url`, the part before `/responses`,
     /// e.g. `https://api.openai.com/v1`.
     pub fn new(base_url: impl Into<String>) -> Self {
-        let base_url = base_url.into().trim_end_matches('/').to_owned();
-        Self {
-            endpoint: format!("{base_url}/responses"),
-            base_url,
-            model: String::new(),
-            api_key: None,
-            temperature: None,
-            effort: None,
-            retry: RetryPolicy::default(),
-            read_timeout: READ_TIMEOUT,
-            client: build_client(CONNECT_TIMEOUT),
-        }
-    }
-
-    shared_setters!(model: "gpt-5-mini", key: "`Authorization: Bearer …`");
-
-    /// Sampling temperature, unless a request sets its own. By default, the
-    /// server's.
-    #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
+        Self::with_dialect(base_url, Responses::default())
     }
 
     /// For reasoning models: the effort (`"minimal"`, `"low"`, `"medium"`,
     /// `"high"`), with reasoning summaries asked for. By default, the
     /// model's own.
     #[must_use]
-    pub fn reasoning_effort(mut self, effort: impl Into<String>) -> Self {
-        self.effort = Some(effort.into());
-        self
+    pub fn reasoning_effort(self, effort: impl Into<String>) -> Self {
+        let effort = effort.into();
+        self.with(|d| d.effort = Some(effort))
+    }
+}
+
+impl Dialect for Responses {
+    type Decoder = Decoder;
+    const NAME: &'static str = "openai-responses";
+    const EXAMPLE_MODEL: &'static str = "gpt-5-mini";
+
+    fn chat_url(&self, endpoint: &Endpoint) -> String {
+        format!("{}/responses", endpoint.base_url())
     }
 
-    fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        if let Some(value) = self
-            .api_key
-            .as_deref()
-            .and_then(|key| secret(&format!("Bearer {}", key.trim())))
-        {
-            headers.insert(AUTHORIZATION, value);
-        }
-        headers
-    }
-
-    fn body(&self, request: &ChatRequest<'_>) -> Result<Bytes, ProviderError> {
-        self.require_model()?;
+    fn body(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest<'_>,
+    ) -> Result<Vec<u8>, ProviderError> {
         let mut body = json!({
-            "model": self.model,
+            "model": endpoint.model(),
             "input": input(request.messages),
             "stream": true,
             "store": false,
@@ -128,10 +84,10 @@ impl OpenAiResponses {
                 .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}))
                 .collect();
         }
-        if let Some(temperature) = request.settings.temperature.or(self.temperature) {
+        if let Some(temperature) = request.settings.temperature.or(endpoint.temperature()) {
             body["temperature"] = json!(temperature);
         }
-        if let Some(max_tokens) = request.settings.max_tokens {
+        if let Some(max_tokens) = request.settings.max_tokens.or(endpoint.max_tokens()) {
             body["max_output_tokens"] = json!(max_tokens);
         }
         if let Some(effort) = &self.effort {
@@ -140,18 +96,24 @@ impl OpenAiResponses {
         encode(&body)
     }
 
-    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
-        let headers = self.headers();
-        let decoder = Decoder::default();
-        sse::post(
-            &self.client,
-            &self.endpoint,
-            headers,
-            body,
-            self.read_timeout,
-            decoder,
-        )
-        .await
+    fn decoder(&self) -> Decoder {
+        Decoder::default()
+    }
+
+    fn health<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Health> {
+        Box::pin(async move {
+            let model = format!("{}/models/{}", endpoint.base_url(), endpoint.model());
+            endpoint.probe(&model, Some(endpoint.model())).await
+        })
+    }
+
+    /// As [`OpenAiCompatible`](super::OpenAiCompatible)'s: servers that
+    /// speak this dialect (llama.cpp, vLLM) list models the same way.
+    fn context_window<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+    ) -> BoxFuture<'a, Result<Option<ContextWindow>, ProviderError>> {
+        Box::pin(super::window::openai_compatible(endpoint))
     }
 }
 
@@ -205,22 +167,22 @@ fn input(messages: &[Message]) -> Vec<Value> {
 }
 
 /// Reads the typed event stream.
-#[derive(Default)]
-struct Decoder {
+#[derive(Debug, Default)]
+pub struct Decoder {
     /// Per output index: the function call's position, and whether its
     /// arguments came in deltas.
     calls: HashMap<u64, (usize, bool)>,
     done: bool,
 }
 
-impl SseDecoder for Decoder {
+impl Decode for Decoder {
     fn event(
         &mut self,
         _name: Option<&str>,
         data: &str,
         out: &mut Events,
     ) -> Result<(), ProviderError> {
-        let event: Value = sse::json(data)?;
+        let event: Value = json(data)?;
         let output = event["output_index"].as_u64().unwrap_or(0);
         let text = || event["delta"].as_str().unwrap_or_default().to_owned();
         match event["type"].as_str().unwrap_or_default() {
@@ -327,28 +289,5 @@ impl Decoder {
             None => FinishReason::Stop,
         };
         out.push_back(StreamEvent::Finish(finish));
-    }
-}
-
-impl super::Provider for OpenAiResponses {
-    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
-        retried(self.body(&request), &self.retry, request.cancel, |body| {
-            self.connect(body)
-        })
-    }
-
-    fn health(&self) -> BoxFuture<'_, Health> {
-        Box::pin(async move {
-            let models = format!("{}/models/{}", self.base_url, self.model);
-            probe(&self.client, &models, self.headers(), Some(&self.model)).await
-        })
-    }
-
-    fn name(&self) -> &str {
-        "openai-responses"
-    }
-
-    fn model_name(&self) -> &str {
-        &self.model
     }
 }

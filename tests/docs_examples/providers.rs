@@ -147,3 +147,172 @@ async fn health() {
         eprintln!("The server does not have qwen3:8b; run `ollama pull qwen3:8b`.");
     }
 }
+
+#[cfg(feature = "anthropic")]
+#[test]
+fn headers() {
+    use ferrobot::provider::Anthropic;
+
+    let claude = Anthropic::with_base_url("https://gateway.example.com/anthropic")
+        .model("claude-sonnet-4-20250514")
+        .api_key_env("ANTHROPIC_API_KEY")
+        .header("cf-aig-authorization", "Bearer gateway-token")
+        .header("anthropic-beta", "token-efficient-tools-2025-02-19");
+    assert!(!format!("{claude:?}").contains("gateway-token"));
+}
+
+/// Needs a model server: compiled, not run.
+#[allow(dead_code)]
+async fn context_window() {
+    use ferrobot::provider::{OpenAiCompatible, Provider};
+
+    let provider = OpenAiCompatible::new("http://localhost:8080/v1").model("qwen3-8b");
+    match provider.context_window().await {
+        Ok(Some(window)) => println!("{} tokens", window.tokens),
+        Ok(None) => println!("the server doesn't say; assume a small window"),
+        Err(error) => eprintln!("could not ask: {}", error.chain()),
+    }
+}
+
+#[test]
+fn watching_the_wire() {
+    use std::sync::Arc;
+    use ferrobot::provider::{Observe, OpenAiCompatible, Outcome, WireRequest, WireResponse};
+
+    struct Trace;
+
+    impl Observe for Trace {
+        fn request(&self, exchange: u64, request: &WireRequest<'_>) {
+            eprintln!("#{exchange} {} {} ({} bytes)", request.method, request.url, request.body.len());
+        }
+        fn response(&self, exchange: u64, response: &WireResponse<'_>) {
+            eprintln!("#{exchange} answered {}", response.status);
+        }
+        fn chunk(&self, exchange: u64, bytes: &[u8]) {
+            eprintln!("#{exchange} {}", String::from_utf8_lossy(bytes));
+        }
+        fn end(&self, exchange: u64, outcome: Outcome<'_>) {
+            eprintln!("#{exchange} ended: {outcome:?}");
+        }
+    }
+
+    let provider = OpenAiCompatible::new("http://localhost:11434/v1")
+        .model("qwen3:8b")
+        .observe(Arc::new(Trace));
+    assert!(format!("{provider:?}").contains("observed: true"));
+}
+
+/// The sketch of a dialect, run against a loopback server answering as
+/// Cohere's v2 chat does.
+#[tokio::test]
+async fn a_dialect_of_your_own() {
+    use ferrobot::Role;
+    use ferrobot::provider::dialect::{Decode, Dialect, Endpoint, Events, Http, encode, json};
+    use ferrobot::provider::{ChatRequest, FinishReason, Health, ProviderError, StreamEvent};
+    use futures_util::future::BoxFuture;
+
+    /// Cohere's v2 chat: `POST /v2/chat`, server-sent events.
+    #[derive(Debug, Clone, Default)]
+    pub struct CohereChat;
+
+    impl Dialect for CohereChat {
+        type Decoder = CohereDecoder;
+        const NAME: &'static str = "cohere";
+        const EXAMPLE_MODEL: &'static str = "command-a-03-2025";
+
+        fn chat_url(&self, endpoint: &Endpoint) -> String {
+            format!("{}/v2/chat", endpoint.base_url())
+        }
+
+        fn body(&self, endpoint: &Endpoint, request: &ChatRequest<'_>) -> Result<Vec<u8>, ProviderError> {
+            let mut messages = Vec::new();
+            if let Some(system) = request.system {
+                messages.push(serde_json::json!({"role": "system", "content": system}));
+            }
+            for message in request.messages {
+                let role = if message.role == Role::Assistant { "assistant" } else { "user" };
+                messages.push(serde_json::json!({"role": role, "content": message.text()}));
+            }
+            encode(&serde_json::json!({
+                "model": endpoint.model(),
+                "messages": messages,
+                "stream": true,
+                "temperature": request.settings.temperature.or(endpoint.temperature()),
+            }))
+        }
+
+        fn decoder(&self) -> CohereDecoder {
+            CohereDecoder::default()
+        }
+
+        fn health<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Health> {
+            Box::pin(async move {
+                let url = format!("{}/v1/models/{}", endpoint.base_url(), endpoint.model());
+                endpoint.probe(&url, Some(endpoint.model())).await
+            })
+        }
+    }
+
+    /// Reads one answer's events.
+    #[derive(Debug, Default)]
+    pub struct CohereDecoder {
+        finished: bool,
+    }
+
+    impl Decode for CohereDecoder {
+        fn event(&mut self, _name: Option<&str>, data: &str, out: &mut Events) -> Result<(), ProviderError> {
+            let event = json(data)?;
+            match event["type"].as_str() {
+                Some("content-delta") => {
+                    let text = event["delta"]["message"]["content"]["text"].as_str().unwrap_or_default();
+                    out.push_back(StreamEvent::TextDelta(text.to_owned()));
+                }
+                Some("message-end") => {
+                    self.finished = true;
+                    out.push_back(StreamEvent::Finish(match event["delta"]["finish_reason"].as_str() {
+                        Some("MAX_TOKENS") => FinishReason::Length,
+                        _ => FinishReason::Stop,
+                    }));
+                }
+                _ => {}
+            }
+            Ok(())
+        }
+
+        fn end(&mut self, _out: &mut Events) -> Result<(), ProviderError> {
+            if self.finished {
+                Ok(())
+            } else {
+                Err(ProviderError::Stream { message: "the stream ended before message-end".into() })
+            }
+        }
+    }
+
+    pub type Cohere = Http<CohereChat>;
+
+    let cohere = Cohere::with_dialect("https://api.cohere.com", CohereChat)
+        .model("command-a-03-2025")
+        .api_key_env("COHERE_API_KEY");
+
+    // Run it against a loopback server speaking the same events.
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let events = concat!(
+        "event: message-start\ndata: {\"id\":\"c1\",\"type\":\"message-start\",\"delta\":{\"message\":{\"role\":\"assistant\"}}}\n\n",
+        "event: content-delta\ndata: {\"type\":\"content-delta\",\"index\":0,\"delta\":{\"message\":{\"content\":{\"text\":\"Hello\"}}}}\n\n",
+        "event: content-delta\ndata: {\"type\":\"content-delta\",\"index\":0,\"delta\":{\"message\":{\"content\":{\"text\":\" there\"}}}}\n\n",
+        "event: message-end\ndata: {\"type\":\"message-end\",\"delta\":{\"finish_reason\":\"COMPLETE\"}}\n\n",
+    );
+    Mock::given(method("POST"))
+        .and(path("/v2/chat"))
+        .and(header("authorization", "Bearer co-key"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(events, "text/event-stream"))
+        .mount(&server)
+        .await;
+    let local = Cohere::with_dialect(server.uri(), cohere.dialect().clone())
+        .model("command-a-03-2025")
+        .api_key("co-key");
+    let agent = ferrobot::Agent::builder().provider(local).build();
+    assert_eq!(agent.handle("me", "hi").await.unwrap().text, "Hello there");
+}

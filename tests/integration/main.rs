@@ -32,6 +32,16 @@ mod builtins;
 mod bot;
 // `confirm::channel`: questions answered from another task.
 mod confirm_channel;
+// The endpoint every HTTP dialect shares: observers, headers, keys kept out
+// of sight, and context windows read from each kind of server's metadata.
+#[cfg(all(
+    feature = "openai",
+    feature = "ollama",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "responses"
+))]
+mod endpoint;
 // Trimming long conversations: a proptest that calls stay with their results.
 mod context;
 // Replays the recorded provider traffic in ../shared/corpus through a

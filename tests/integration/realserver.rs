@@ -51,3 +51,16 @@ async fn a_tool_round_against_a_real_llama_cpp_server() {
         "{stored:?}"
     );
 }
+
+/// The server runs with a 4,096-token context (`/props`), though the model
+/// was made for more (`meta.n_ctx_train` in `/v1/models`): the window is the
+/// one it runs with.
+#[tokio::test]
+async fn the_real_servers_context_window_is_read() {
+    let Some(server) = RealServer::shared() else {
+        return;
+    };
+    let provider = OpenAiCompatible::new(server.base_url()).model(server.model());
+    let window = provider.context_window().await.unwrap();
+    assert_eq!(window, Some(ferrobot::provider::ContextWindow::new(4096)));
+}

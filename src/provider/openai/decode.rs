@@ -5,9 +5,9 @@ use std::borrow::Cow;
 use super::wire::{Chunk, Delta, WireCall, stream_error_message};
 use crate::provider::{FinishReason, ProviderError, StreamEvent, ThinkSplitter, ToolCallDelta};
 
-pub(super) use crate::provider::sse::Events;
+pub(super) use crate::provider::frames::Events;
 
-impl crate::provider::sse::SseDecoder for Decoder {
+impl crate::provider::frames::Decode for Decoder {
     fn event(
         &mut self,
         _name: Option<&str>,
@@ -22,14 +22,14 @@ impl crate::provider::sse::SseDecoder for Decoder {
     }
 }
 
-/// Decodes one call's chunks, in order, into events.
+/// Reads the chat-completions chunks of one answer, streamed or whole.
 ///
 /// It owns the quirks of the servers that speak this dialect: tool-call
 /// fragments without an `index`, `finish_reason: ""`, a finish reason before
 /// the usage chunk, both `reasoning_content` and `reasoning`, and inline
 /// `<think>` tags.
 #[derive(Debug, Default)]
-pub(super) struct Decoder {
+pub struct Decoder {
     think: Option<ThinkSplitter>,
     /// Per call position: the server's `index` (if it sent one) and id.
     slots: Vec<Slot>,

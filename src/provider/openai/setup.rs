@@ -101,8 +101,8 @@ impl OpenAiCompatible {
         if let Some(key) = api_key {
             client = client.api_key(key);
         }
-        client.env_prefix = Some(prefix.to_owned());
-        Ok(client)
+        let prefix = prefix.to_owned();
+        Ok(client.with(|dialect| dialect.env_prefix = Some(prefix)))
     }
 
     /// Probes the server as [`Provider::health`] does, and turns what is
@@ -138,8 +138,8 @@ impl OpenAiCompatible {
     /// ```
     pub async fn check_health(&self) -> Result<Health, HealthError> {
         let health = Provider::health(self).await;
-        let base_url = redact(&self.base_url);
-        let env_prefix = self.env_prefix.clone();
+        let base_url = redact(self.base_url());
+        let env_prefix = self.dialect().env_prefix.clone();
         if !health.reachable {
             return Err(HealthError::Unreachable {
                 base_url,
@@ -147,13 +147,13 @@ impl OpenAiCompatible {
                 env_prefix,
             });
         }
-        if self.model.is_empty() {
+        if self.model_name().is_empty() {
             return Err(HealthError::NoModel { base_url });
         }
         if health.model_present == Some(false) {
             return Err(HealthError::ModelMissing {
                 base_url,
-                model: self.model.clone(),
+                model: self.model_name().to_owned(),
                 env_prefix,
             });
         }
@@ -324,9 +324,9 @@ mod tests {
     fn with_nothing_set_it_is_ollama_on_this_machine() {
         let client = from_vars("FERROBOT", &[]).unwrap();
         assert_eq!(client.base_url(), "http://localhost:11434/v1");
-        assert_eq!(client.model, "qwen3:8b");
-        assert!(client.api_key.is_none());
-        assert_eq!(client.env_prefix.as_deref(), Some("FERROBOT"));
+        assert_eq!(client.model_name(), "qwen3:8b");
+        assert_eq!(client.endpoint().api_key(), None);
+        assert_eq!(client.dialect().env_prefix.as_deref(), Some("FERROBOT"));
     }
 
     #[test]
@@ -342,23 +342,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(client.base_url(), "https://api.example.com/v1");
-        assert_eq!(client.model, "gpt-4o-mini");
-        assert_eq!(client.api_key.as_deref(), Some("sk-test"));
+        assert_eq!(client.model_name(), "gpt-4o-mini");
+        assert_eq!(client.endpoint().api_key(), Some("sk-test"));
         // A trailing underscore, or none at all, names the same variables.
         let same = from_vars("APP_", &[("APP_MODEL", "m")]).unwrap();
-        assert_eq!(same.model, "m");
+        assert_eq!(same.model_name(), "m");
         let bare = from_vars("", &[("MODEL", "m"), ("BASE_URL", "http://h/v1")]).unwrap();
-        assert_eq!((bare.base_url(), bare.model.as_str()), ("http://h/v1", "m"));
+        assert_eq!((bare.base_url(), bare.model_name()), ("http://h/v1", "m"));
     }
 
     #[test]
     fn the_model_alone_changes_the_model_of_the_default_server() {
         let client = from_vars("FERROBOT", &[("FERROBOT_MODEL", "llama3.2")]).unwrap();
         assert_eq!(client.base_url(), "http://localhost:11434/v1");
-        assert_eq!(client.model, "llama3.2");
+        assert_eq!(client.model_name(), "llama3.2");
         // Empty counts as unset.
         let client = from_vars("FERROBOT", &[("FERROBOT_MODEL", "")]).unwrap();
-        assert_eq!(client.model, "qwen3:8b");
+        assert_eq!(client.model_name(), "qwen3:8b");
     }
 
     #[test]
@@ -409,7 +409,7 @@ mod tests {
         // No test sets variables with this prefix, so the defaults apply.
         let client = OpenAiCompatible::from_env("FERROBOT_UNIT_TEST_UNSET").unwrap();
         assert_eq!(client.base_url(), DEFAULT_BASE_URL);
-        assert_eq!(client.model, DEFAULT_MODEL);
+        assert_eq!(client.model_name(), DEFAULT_MODEL);
     }
 
     #[test]

@@ -139,29 +139,26 @@ impl LoadedConfig {
 
 /// Building a dialect's client from `[llm]`; unused in a build without any
 /// dialect.
+#[cfg(any(
+    feature = "openai",
+    feature = "ollama",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "responses"
+))]
 mod configure {
-    #![cfg_attr(
-        not(any(
-            feature = "openai",
-            feature = "ollama",
-            feature = "anthropic",
-            feature = "gemini",
-            feature = "responses"
-        )),
-        allow(dead_code)
-    )]
-
     use std::sync::Arc;
     use std::time::Duration;
 
     use ferrobot::provider::Provider;
+    use ferrobot::provider::dialect::{Dialect, Http};
 
     use crate::LoadedConfig;
 
     impl LoadedConfig {
         /// `provider` with what `[llm]` says of every dialect: the model, the
         /// time-outs, the temperature and the key.
-        pub(super) fn configured<P: Configure>(&self, provider: P) -> Arc<dyn Provider> {
+        pub(super) fn configured<D: Dialect>(&self, provider: Http<D>) -> Arc<dyn Provider> {
             let llm = &self.config.llm;
             let mut provider = provider.model(&llm.model).timeouts(
                 Duration::from_secs(llm.connect_timeout_secs),
@@ -184,64 +181,6 @@ mod configure {
                 (None, Some(variable)) => std::env::var(variable).ok(),
                 (None, None) => None,
             }
-        }
-    }
-
-    /// The settings `[llm]` gives every dialect, whatever its builder calls
-    /// them.
-    pub(super) trait Configure: Provider + Sized + 'static {
-        fn model(self, model: &str) -> Self;
-        fn timeouts(self, connect: Duration, read: Duration) -> Self;
-        fn temperature(self, temperature: f32) -> Self;
-        fn api_key(self, key: String) -> Self;
-    }
-
-    /// `Configure` through the builder's own methods of the same names.
-    macro_rules! configure_by_builder {
-        ($($(#[$cfg:meta])* $provider:ty),*) => {$(
-            $(#[$cfg])*
-            impl Configure for $provider {
-                fn model(self, model: &str) -> Self {
-                    <$provider>::model(self, model)
-                }
-                fn timeouts(self, connect: Duration, read: Duration) -> Self {
-                    <$provider>::timeouts(self, connect, read)
-                }
-                fn temperature(self, temperature: f32) -> Self {
-                    <$provider>::temperature(self, temperature)
-                }
-                fn api_key(self, key: String) -> Self {
-                    <$provider>::api_key(self, key)
-                }
-            }
-        )*};
-    }
-
-    configure_by_builder!(
-        #[cfg(feature = "openai")]
-        ferrobot::provider::OpenAiCompatible,
-        #[cfg(feature = "anthropic")]
-        ferrobot::provider::Anthropic,
-        #[cfg(feature = "gemini")]
-        ferrobot::provider::Gemini,
-        #[cfg(feature = "responses")]
-        ferrobot::provider::OpenAiResponses
-    );
-
-    /// Ollama takes the temperature as a model option, and no key.
-    #[cfg(feature = "ollama")]
-    impl Configure for ferrobot::provider::Ollama {
-        fn model(self, model: &str) -> Self {
-            Self::model(self, model)
-        }
-        fn timeouts(self, connect: Duration, read: Duration) -> Self {
-            Self::timeouts(self, connect, read)
-        }
-        fn temperature(self, temperature: f32) -> Self {
-            self.option("temperature", serde_json::json!(temperature))
-        }
-        fn api_key(self, _: String) -> Self {
-            self
         }
     }
 }

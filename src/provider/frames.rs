@@ -1,4 +1,5 @@
-//! Server-sent events: the transport of the streaming dialects.
+//! Answers' bodies cut into the frames dialects decode: server-sent events,
+//! lines of JSON, or the whole body at once.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -9,15 +10,40 @@ use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
 
+use super::endpoint::Tap;
 use super::http::{IdleTimer, transport_error};
+use super::observe::Outcome;
 use super::{ProviderError, StreamEvent};
 
-/// Where decoded events go, in order.
-pub(crate) type Events = VecDeque<StreamEvent>;
+/// Where a [`Decode`]r puts the events it decoded, in order.
+pub type Events = VecDeque<StreamEvent>;
 
-/// A dialect's reading of its events.
-pub(crate) trait SseDecoder {
-    /// Decodes one event: its `event:` name, if any, and its data.
+/// How an answer's body is cut into the frames its [`Decode`]r reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Framing {
+    /// Server-sent events: each event's `event:` name and its `data:` lines,
+    /// joined by `\n`. Comments (keep-alives) are skipped.
+    Sse,
+    /// One JSON value a line (NDJSON, as Ollama streams); blank lines are
+    /// skipped, and each line comes with no name.
+    Lines,
+    /// The whole body at once, when the server does not stream; it must
+    /// arrive within the read time-out.
+    Whole,
+}
+
+/// A dialect's reading of its answers: frames in, [`StreamEvent`]s out.
+///
+/// One decoder reads one answer; a dialect makes a fresh one per request.
+pub trait Decode: Send + Unpin + 'static {
+    /// Decodes one frame: an event's `event:` name (SSE only) and its data.
+    /// Events go onto `out`, in order.
+    ///
+    /// # Errors
+    /// A [`ProviderError`] ends the stream after the events already decoded:
+    /// [`ProviderError::Decode`] for data that isn't the format (see
+    /// [`json`]), [`ProviderError::Stream`] for an error the server reported.
     fn event(
         &mut self,
         name: Option<&str>,
@@ -25,26 +51,38 @@ pub(crate) trait SseDecoder {
         out: &mut Events,
     ) -> Result<(), ProviderError>;
 
-    /// The stream ended.
+    /// The body ended: push the finish reason (and usage) not yet pushed.
+    ///
+    /// # Errors
+    /// When the answer stopped short, e.g. without the event that finishes it.
     fn end(&mut self, out: &mut Events) -> Result<(), ProviderError>;
 }
 
-/// An event's data as JSON, for dialects that read it untyped; a decode
-/// error names the event.
-#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
-pub(crate) fn json(data: &str) -> Result<serde_json::Value, ProviderError> {
+/// A frame's data as JSON, for decoders that read it untyped; the error
+/// quotes the data.
+///
+/// # Errors
+/// [`ProviderError::Decode`] when `data` is not JSON.
+///
+/// # Examples
+/// ```
+/// let value = ferrobot::provider::dialect::json(r#"{"type":"ping"}"#).unwrap();
+/// assert_eq!(value["type"], "ping");
+/// assert!(ferrobot::provider::dialect::json("{oops").is_err());
+/// ```
+pub fn json(data: &str) -> Result<serde_json::Value, ProviderError> {
     serde_json::from_str(data).map_err(|e| ProviderError::Decode {
         message: format!("{e} in event `{data}`"),
     })
 }
 
-/// The events of a streamed response. Lines are parsed by `sseer`'s
+/// The events of a response body. SSE lines are parsed by `sseer`'s
 /// zero-copy line parser over our own buffer, then each event's `data` is
-/// decoded once into typed structs. (`sseer`'s whole-stream adapter was
-/// measured first: its per-line `Bytes` reference counting cost a fifth of a
-/// streamed turn.)
-pub(crate) struct SseEvents<S, D> {
+/// decoded once. (`sseer`'s whole-stream adapter was measured first: its
+/// per-line `Bytes` reference counting cost a fifth of a streamed turn.)
+pub(crate) struct Frames<S, D> {
     body: S,
+    framing: Framing,
     /// Bytes read and not yet dispatched; the current event starts at
     /// `event_start`, and lines before `scan` are parsed.
     buf: Vec<u8>,
@@ -63,38 +101,21 @@ pub(crate) struct SseEvents<S, D> {
     /// An error that ends the stream once the events decoded before it are out.
     error: Option<ProviderError>,
     idle: IdleTimer,
+    tap: Option<Tap>,
 }
 
-/// POSTs the JSON `body` to `url` with `headers`, and once the server
-/// answered well, streams its events through `decoder`: the whole of
-/// `connect` for the dialects that need nothing more.
-#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
-pub(crate) async fn post<'a, D: SseDecoder + Unpin + Send + 'a>(
-    client: &Result<reqwest::Client, String>,
-    url: &str,
-    headers: reqwest::header::HeaderMap,
-    body: Bytes,
-    read_timeout: Duration,
-    decoder: D,
-) -> Result<super::EventStream<'a>, ProviderError> {
-    let client = client
-        .as_ref()
-        .map_err(|e| ProviderError::Config(e.clone()))?;
-    let request = client
-        .post(url)
-        .headers(headers)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body);
-    let endpoint = super::http::redact(url);
-    let response = super::http::send(request, &endpoint, read_timeout).await?;
-    let response = super::http::check_status(response).await?;
-    Ok(SseEvents::new(response.bytes_stream(), decoder, endpoint, read_timeout).boxed())
-}
-
-impl<S, D: SseDecoder> SseEvents<S, D> {
-    pub(crate) fn new(body: S, decoder: D, endpoint: String, read_timeout: Duration) -> Self {
+impl<S, D: Decode> Frames<S, D> {
+    pub(crate) fn new(
+        body: S,
+        framing: Framing,
+        decoder: D,
+        endpoint: String,
+        read_timeout: Duration,
+        tap: Option<Tap>,
+    ) -> Self {
         Self {
             body,
+            framing,
             buf: Vec::new(),
             event_start: 0,
             scan: 0,
@@ -107,11 +128,64 @@ impl<S, D: SseDecoder> SseEvents<S, D> {
             done: false,
             error: None,
             idle: IdleTimer::new(read_timeout),
+            tap,
         }
     }
 
-    /// Parses the complete lines in the buffer, decoding each finished event.
+    /// Decodes the complete frames in the buffer.
     fn parse(&mut self) -> Result<(), ProviderError> {
+        match self.framing {
+            Framing::Sse => self.parse_sse(),
+            Framing::Lines => self.parse_lines(),
+            Framing::Whole => Ok(()),
+        }
+    }
+
+    /// Decodes what is left once the body ended, then ends the decoder.
+    fn finish(&mut self) -> Result<(), ProviderError> {
+        match self.framing {
+            // A last event the server did not end with a blank line is
+            // still delivered, as browsers do not but lenient clients do.
+            Framing::Sse => {
+                self.buf.extend_from_slice(b"\n\n");
+                self.parse_sse()?;
+            }
+            Framing::Lines => {
+                self.buf.push(b'\n');
+                self.parse_lines()?;
+            }
+            Framing::Whole => {
+                let whole = std::mem::take(&mut self.buf);
+                self.decoder.event(None, utf8(&whole)?, &mut self.queue)?;
+            }
+        }
+        self.decoder.end(&mut self.queue)
+    }
+
+    fn parse_lines(&mut self) -> Result<(), ProviderError> {
+        let mut start = 0;
+        let mut result = Ok(());
+        while let Some(end) = self.buf[self.scan..].iter().position(|&b| b == b'\n') {
+            let end = self.scan + end;
+            self.scan = end + 1;
+            let line = String::from_utf8_lossy(&self.buf[start..end]);
+            start = end + 1;
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            result = self.decoder.event(None, line, &mut self.queue);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.buf.drain(..start);
+        self.scan -= start;
+        result
+    }
+
+    /// Parses the complete SSE lines in the buffer, decoding each finished event.
+    fn parse_sse(&mut self) -> Result<(), ProviderError> {
         use sseer::parser::{RawEventLine, parse_line};
         let base = self.buf.as_ptr() as usize;
         while let Some((line, rest)) = parse_line(&self.buf[self.scan..]) {
@@ -139,8 +213,8 @@ impl<S, D: SseDecoder> SseEvents<S, D> {
                     self.dispatch()?;
                     self.event_start = next;
                 }
-                // Comments (keep-alives), `event:`, `id:` and `retry:` carry
-                // nothing this dialect uses.
+                // Comments (keep-alives), `id:` and `retry:` carry nothing
+                // a dialect uses.
                 _ => {}
             }
             self.scan = next;
@@ -182,13 +256,23 @@ impl<S, D: SseDecoder> SseEvents<S, D> {
     }
 }
 
+impl<S, D> Frames<S, D> {
+    /// Tells the observer the body failed with `error`.
+    fn failed(&self, error: ProviderError) -> ProviderError {
+        if let Some(tap) = &self.tap {
+            tap.end(Outcome::Failed(&error));
+        }
+        error
+    }
+}
+
 fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
     std::str::from_utf8(bytes).map_err(|e| ProviderError::Decode {
         message: format!("the stream is not valid UTF-8: {e}"),
     })
 }
 
-impl<S, D: SseDecoder + Unpin> Stream for SseEvents<S, D>
+impl<S, D: Decode> Stream for Frames<S, D>
 where
     S: Stream<Item = reqwest::Result<Bytes>> + Unpin,
 {
@@ -208,29 +292,36 @@ where
             }
             let step = if this.body_done {
                 this.done = true;
-                // A last event the server did not end with a blank line is
-                // still delivered, as browsers do not but lenient clients do.
-                this.buf.extend_from_slice(b"\n\n");
-                this.parse()
-                    .and_then(|()| this.decoder.end(&mut this.queue))
+                this.finish()
             } else {
                 match this.body.poll_next_unpin(cx) {
                     Poll::Ready(Some(Ok(bytes))) => {
-                        this.idle.read();
+                        if let Some(tap) = &this.tap {
+                            tap.chunk(&bytes);
+                        }
+                        // A whole answer must come within one time-out.
+                        if this.framing != Framing::Whole {
+                            this.idle.read();
+                        }
                         this.buf.extend_from_slice(&bytes);
                         this.parse()
                     }
                     Poll::Ready(Some(Err(e))) => {
-                        Err(transport_error(&this.endpoint, this.idle.limit(), e))
+                        Err(this.failed(transport_error(&this.endpoint, this.idle.limit(), e)))
                     }
                     Poll::Ready(None) => {
                         this.body_done = true;
+                        if let Some(tap) = &this.tap {
+                            tap.end(Outcome::Complete);
+                        }
                         Ok(())
                     }
-                    Poll::Pending if this.idle.timed_out(cx) => Err(ProviderError::Timeout {
-                        endpoint: this.endpoint.clone(),
-                        after: this.idle.limit(),
-                    }),
+                    Poll::Pending if this.idle.timed_out(cx) => {
+                        Err(this.failed(ProviderError::Timeout {
+                            endpoint: this.endpoint.clone(),
+                            after: this.idle.limit(),
+                        }))
+                    }
                     Poll::Pending => return Poll::Pending,
                 }
             };

@@ -1,0 +1,326 @@
+//! One provider type for every HTTP dialect.
+//!
+//! [`Http<D>`] is a model server reached over an [`Endpoint`], speaking the
+//! [`Dialect`] `D`: ferrobot's five (`OpenAiCompatible` is
+//! `Http<ChatCompletions>`, `Anthropic` is `Http<Messages>`, and so on) and
+//! any you write. The endpoint sends, retries, times out, observes and
+//! probes; the dialect writes the request body and decodes the answer's
+//! frames ([`Framing`]) with its [`Decode`]r. See the providers guide,
+//! "A dialect of your own", for one written from scratch.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+
+pub use super::endpoint::{Endpoint, KeyHeader};
+use super::frames::Frames;
+pub use super::frames::{Decode, Events, Framing, json};
+use super::http::{redact, retried};
+use super::observe::Observe;
+use super::{
+    ChatRequest, ContextWindow, EventStream, Health, Provider, ProviderError, RetryPolicy,
+};
+
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
+pub use super::anthropic::Messages;
+#[cfg(feature = "gemini")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]
+pub use super::gemini::GenerateContent;
+#[cfg(feature = "ollama")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ollama")))]
+pub use super::ollama::OllamaChat;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
+pub use super::openai::ChatCompletions;
+#[cfg(feature = "responses")]
+#[cfg_attr(docsrs, doc(cfg(feature = "responses")))]
+pub use super::responses::Responses;
+
+/// What a wire format says beyond the [`Endpoint`]: where a chat request
+/// goes, its body, and how to read the answer. [`Http<Self>`] does the rest.
+///
+/// The value holds the dialect's own settings (`OpenAI`'s `streaming`,
+/// Anthropic's thinking budget); [`Http::dialect`] reads them and
+/// [`Http::with`] changes them.
+pub trait Dialect: Clone + fmt::Debug + Send + Sync + 'static {
+    /// Reads one answer.
+    type Decoder: Decode;
+
+    /// The dialect's short name, e.g. `"openai"`: [`Provider::name`].
+    const NAME: &'static str;
+
+    /// A model this dialect's servers serve, named in the error for a
+    /// missing model, e.g. `"qwen3:8b"`.
+    const EXAMPLE_MODEL: &'static str;
+
+    /// How the API key is sent. By default, `Authorization: Bearer`.
+    const KEY_HEADER: KeyHeader = KeyHeader::Bearer;
+
+    /// The URL a chat request is sent to (`POST`), e.g. `{base_url}/chat/completions`.
+    fn chat_url(&self, endpoint: &Endpoint) -> String;
+
+    /// Headers of the dialect's own, sent with every request (an API
+    /// version). By default, none.
+    const HEADERS: &'static [(&'static str, &'static str)] = &[];
+
+    /// The JSON body of a chat request; [`encode`] writes a value. Sent again
+    /// unchanged on retries. The endpoint's model is set.
+    ///
+    /// # Errors
+    /// When the request can't be written in this dialect.
+    fn body(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest<'_>,
+    ) -> Result<Vec<u8>, ProviderError>;
+
+    /// How answers are cut into frames. By default, [`Framing::Sse`].
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    /// A decoder for one answer.
+    fn decoder(&self) -> Self::Decoder;
+
+    /// Probes the server, in at most about five seconds; see
+    /// [`Provider::health`]. [`Endpoint::probe`] and
+    /// [`Endpoint::probe_list`] do the work.
+    fn health<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Health>;
+
+    /// What the server says of the model's context window; see
+    /// [`Provider::context_window`]. Called once per provider value (the
+    /// answer is kept). By default, `None`.
+    fn context_window<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+    ) -> BoxFuture<'a, Result<Option<ContextWindow>, ProviderError>> {
+        let _ = endpoint;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Adds the dialect's advice to an error status, e.g. "pull it with
+    /// `ollama pull`". By default, the error unchanged.
+    fn explain(&self, error: ProviderError) -> ProviderError {
+        error
+    }
+}
+
+/// A request body as the bytes [`Dialect::body`] returns: JSON.
+///
+/// # Errors
+/// [`ProviderError::Decode`] when `body` can't be written as JSON (a map
+/// with keys that aren't strings).
+pub fn encode(body: &impl serde::Serialize) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(body).map_err(|e| ProviderError::Decode {
+        message: format!("could not encode the request: {e}"),
+    })
+}
+
+/// A model server speaking dialect `D` over an [`Endpoint`]: the provider
+/// type of every HTTP dialect. Its setters take and return it, nothing
+/// connects until the first call, and cloning it is cheap.
+///
+/// The setters here are every dialect's; each dialect adds its own (see its
+/// alias: [`OpenAiCompatible`](super::OpenAiCompatible),
+/// [`Ollama`](super::Ollama), [`Anthropic`](super::Anthropic),
+/// [`Gemini`](super::Gemini), [`OpenAiResponses`](super::OpenAiResponses)).
+#[derive(Clone)]
+pub struct Http<D> {
+    endpoint: Endpoint,
+    dialect: D,
+    /// The context window, once asked; shared by clones, replaced by
+    /// setters that could change it.
+    window: Arc<tokio::sync::OnceCell<Option<ContextWindow>>>,
+}
+
+impl<D: Dialect> fmt::Debug for Http<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Http")
+            .field("dialect", &self.dialect)
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+impl<D: Dialect> Http<D> {
+    /// A provider for the server at `base_url` speaking `dialect`: how a
+    /// dialect of your own is made. ferrobot's have their own constructors,
+    /// such as [`OpenAiCompatible::new`](super::OpenAiCompatible::new).
+    pub fn with_dialect(base_url: impl Into<String>, dialect: D) -> Self {
+        Self {
+            endpoint: Endpoint::new(base_url, D::KEY_HEADER, D::HEADERS),
+            dialect,
+            window: Arc::default(),
+        }
+    }
+
+    /// The dialect and its settings.
+    pub fn dialect(&self) -> &D {
+        &self.dialect
+    }
+
+    /// The endpoint: base URL, model, time-outs and the rest.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Changes the dialect's settings; for the setters of a dialect of your
+    /// own.
+    #[must_use]
+    pub fn with(mut self, change: impl FnOnce(&mut D)) -> Self {
+        change(&mut self.dialect);
+        self.window = Arc::default();
+        self
+    }
+
+    /// Changes the endpoint; the setters below go through it.
+    fn endpoint_with(mut self, change: impl FnOnce(&mut Endpoint)) -> Self {
+        change(&mut self.endpoint);
+        self.window = Arc::default();
+        self
+    }
+
+    /// The base URL requests go to.
+    pub fn base_url(&self) -> &str {
+        self.endpoint.base_url()
+    }
+
+    /// The model to ask for, e.g. `"qwen3:8b"`. Required: a call without
+    /// one fails with a [`ProviderError::Config`] saying so.
+    #[must_use]
+    pub fn model(self, model: impl Into<String>) -> Self {
+        let model = model.into();
+        self.endpoint_with(|e| e.set_model(model))
+    }
+
+    /// The API key, sent as the dialect's servers expect it (for
+    /// `OpenAiCompatible`, `Authorization: Bearer …`; Anthropic `x-api-key`;
+    /// Gemini `x-goog-api-key`). It never appears in errors, logs, `Debug`
+    /// output or what observers see. Surrounding whitespace is dropped; an
+    /// empty key is none. By default, none.
+    #[must_use]
+    pub fn api_key(self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        self.endpoint_with(|e| e.set_key(&key))
+    }
+
+    /// Reads the API key from the environment variable `name`, if it is
+    /// set. No variable is read implicitly, so a key only goes to the server
+    /// you chose. By default, none.
+    #[must_use]
+    pub fn api_key_env(self, name: &str) -> Self {
+        match std::env::var(name) {
+            Ok(key) => self.api_key(key),
+            Err(_) => self,
+        }
+    }
+
+    /// Adds a header to every request, e.g. a gateway's `cf-aig-authorization`
+    /// or an `anthropic-beta` flag; a later one of the same name replaces it.
+    /// Values of headers named like credentials (holding `authorization`,
+    /// `cookie`, `password` or `secret`, or ending in `-key` or `-token`) are
+    /// kept out of `Debug` output and observers. A name or value HTTP can't carry makes every call fail with
+    /// a [`ProviderError::Config`] saying so. By default, none.
+    #[must_use]
+    pub fn header(self, name: &str, value: &str) -> Self {
+        self.endpoint_with(|e| e.add_header(name, value))
+    }
+
+    /// Sampling temperature, unless a request sets its own. By default, the
+    /// server's.
+    #[must_use]
+    pub fn temperature(self, temperature: f32) -> Self {
+        self.endpoint_with(|e| e.set_temperature(temperature))
+    }
+
+    /// Upper bound on generated tokens, unless a request sets its own. By
+    /// default, the server's (Anthropic's API requires one: 4,096).
+    #[must_use]
+    pub fn max_tokens(self, max_tokens: u32) -> Self {
+        self.endpoint_with(|e| e.set_max_tokens(max_tokens))
+    }
+
+    /// When to retry failed calls. By default,
+    /// [`RetryPolicy::default()`](RetryPolicy::default).
+    #[must_use]
+    pub fn retry(self, policy: RetryPolicy) -> Self {
+        self.endpoint_with(|e| e.set_retry(policy))
+    }
+
+    /// Connection and read time-outs: how long to wait for a connection,
+    /// and for each next piece of the answer. By default, 10 s and 300 s
+    /// (local models can take minutes to read a long prompt).
+    #[must_use]
+    pub fn timeouts(self, connect: Duration, read: Duration) -> Self {
+        self.endpoint_with(|e| e.set_timeouts(connect, read))
+    }
+
+    /// Shows every request and answer, byte for byte, to `observer`: model
+    /// calls, retries, health probes and metadata requests. Credentials are
+    /// redacted. By default, none, and nothing is copied.
+    #[must_use]
+    pub fn observe(self, observer: Arc<dyn Observe>) -> Self {
+        self.endpoint_with(|e| e.set_observer(observer))
+    }
+
+    /// Sends the request and, once the server answered well, returns the
+    /// stream of its events.
+    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
+        let endpoint = &self.endpoint;
+        let url = self.dialect.chat_url(endpoint);
+        let read_timeout = endpoint.read_timeout();
+        let (response, tap) = endpoint
+            .send(reqwest::Method::POST, &url, Some(body), read_timeout)
+            .await
+            .map_err(|e| self.dialect.explain(e))?;
+        Ok(Frames::new(
+            response.bytes_stream(),
+            self.dialect.framing(),
+            self.dialect.decoder(),
+            redact(&url),
+            read_timeout,
+            tap,
+        )
+        .boxed())
+    }
+}
+
+impl<D: Dialect> Provider for Http<D> {
+    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
+        let body = self
+            .endpoint
+            .require_model(D::EXAMPLE_MODEL)
+            .and_then(|()| self.dialect.body(&self.endpoint, &request))
+            .map(Bytes::from);
+        retried(body, self.endpoint.retry(), request.cancel, |body| {
+            self.connect(body)
+        })
+    }
+
+    fn health(&self) -> BoxFuture<'_, Health> {
+        self.dialect.health(&self.endpoint)
+    }
+
+    fn name(&self) -> &str {
+        D::NAME
+    }
+
+    fn model_name(&self) -> &str {
+        self.endpoint.model()
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
+        Box::pin(async move {
+            self.endpoint.require_model(D::EXAMPLE_MODEL)?;
+            self.window
+                .get_or_try_init(|| self.dialect.context_window(&self.endpoint))
+                .await
+                .copied()
+        })
+    }
+}

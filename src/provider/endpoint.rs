@@ -1,0 +1,542 @@
+//! The HTTP endpoint every dialect talks through.
+//!
+//! An [`Endpoint`] holds what a model server needs whatever its dialect: the
+//! base URL, the model, the API key (never shown), extra headers, default
+//! sampling settings, time-outs, the [`RetryPolicy`], the client, and an
+//! [`Observe`]r of the bytes on the wire. It sends requests, probes health and
+//! reads metadata; a [`Dialect`](super::dialect::Dialect) says only what goes
+//! in a request and how to read the answer.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use super::http::{
+    CONNECT_TIMEOUT, READ_TIMEOUT, build_client, error_message, redact, retry_after,
+    transport_error,
+};
+use super::observe::{Observe, Outcome, WireRequest, WireResponse};
+use super::{Health, ProviderError, RetryPolicy};
+
+/// How a dialect's server takes the API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyHeader {
+    /// `Authorization: Bearer <key>` (`OpenAI`, Ollama behind a proxy, most gateways).
+    Bearer,
+    /// The key alone, in the header of this (lowercase) name, e.g. `x-api-key`.
+    Named(&'static str),
+}
+
+/// How long health probes wait, in all.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a metadata request (a model list, a model's card) may take.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One model server as every dialect sees it: where it is, how to
+/// authenticate, how patient to be, and who watches the wire.
+///
+/// Dialects get it from [`Http`](super::dialect::Http); its getters are what
+/// a [`Dialect`](super::dialect::Dialect) reads to write a request body, and
+/// [`get_json`](Self::get_json), [`post_json`](Self::post_json) and
+/// [`probe`](Self::probe) are what its `health` and `context_window` call.
+/// Its `Debug` output never shows the key, nor the values of credential
+/// headers.
+#[derive(Clone)]
+pub struct Endpoint {
+    base_url: String,
+    model: String,
+    key: Option<String>,
+    key_header: KeyHeader,
+    /// The dialect's own headers, sent with every request.
+    dialect_headers: &'static [(&'static str, &'static str)],
+    /// The caller's own headers, sent with every request.
+    headers: Vec<(HeaderName, HeaderValue)>,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    retry: RetryPolicy,
+    connect_timeout: Duration,
+    read_timeout: Duration,
+    client: Result<reqwest::Client, String>,
+    /// A setter's input that can't be used (a header no HTTP can carry);
+    /// every request fails with it, so that it is not silently dropped.
+    problem: Option<String>,
+    observer: Option<Arc<dyn Observe>>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), shown(value)))
+            .collect();
+        f.debug_struct("Endpoint")
+            .field("base_url", &redact(&self.base_url))
+            .field("model", &self.model)
+            .field("api_key", &self.key.as_ref().map(|_| "[redacted]"))
+            .field("headers", &headers)
+            .field("retry", &self.retry)
+            .field("timeouts", &(self.connect_timeout, self.read_timeout))
+            .field("observed", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A header value as observers and `Debug` may see it.
+fn shown(value: &HeaderValue) -> &str {
+    if value.is_sensitive() {
+        "[redacted]"
+    } else {
+        value.to_str().unwrap_or("[not text]")
+    }
+}
+
+/// Whether a header's name says it carries a credential.
+fn is_credential(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    ["authorization", "cookie", "password", "secret"]
+        .iter()
+        .any(|word| name.contains(word))
+        || name == "api-key"
+        || name.ends_with("-key")
+        || name.ends_with("-token")
+}
+
+/// Distinguishes the exchanges an observer sees.
+static EXCHANGES: AtomicU64 = AtomicU64::new(1);
+
+impl Endpoint {
+    /// An endpoint at `base_url` (trailing slashes dropped), sending keys as
+    /// `key_header` and `headers` with every request, with no model and the
+    /// default time-outs and retries.
+    pub fn new(
+        base_url: impl Into<String>,
+        key_header: KeyHeader,
+        headers: &'static [(&'static str, &'static str)],
+    ) -> Self {
+        Self {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            model: String::new(),
+            key: None,
+            key_header,
+            dialect_headers: headers,
+            headers: Vec::new(),
+            temperature: None,
+            max_tokens: None,
+            retry: RetryPolicy::default(),
+            connect_timeout: CONNECT_TIMEOUT,
+            read_timeout: READ_TIMEOUT,
+            client: build_client(CONNECT_TIMEOUT),
+            problem: None,
+            observer: None,
+        }
+    }
+
+    /// The base URL, as given (with any credentials in it).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The model requests ask for; empty until one is set.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The default sampling temperature, when one was set.
+    pub fn temperature(&self) -> Option<f32> {
+        self.temperature
+    }
+
+    /// The default bound on generated tokens, when one was set.
+    pub fn max_tokens(&self) -> Option<u32> {
+        self.max_tokens
+    }
+
+    /// Whether an API key is set.
+    pub fn has_api_key(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// The key, for tests that check where it came from.
+    #[cfg(test)]
+    pub(crate) fn api_key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// How long to wait for each next piece of an answer.
+    pub fn read_timeout(&self) -> Duration {
+        self.read_timeout
+    }
+
+    /// When to retry failed model calls.
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    pub(crate) fn set_model(&mut self, model: String) {
+        self.model = model;
+    }
+
+    pub(crate) fn set_key(&mut self, key: &str) {
+        let key = key.trim();
+        self.key = (!key.is_empty()).then(|| key.to_owned());
+    }
+
+    pub(crate) fn add_header(&mut self, name: &str, value: &str) {
+        let text = name.trim();
+        let name = HeaderName::from_bytes(text.as_bytes());
+        let value = HeaderValue::from_str(value.trim());
+        match (name, value) {
+            (Ok(name), Ok(mut value)) => {
+                value.set_sensitive(is_credential(&name));
+                self.headers.retain(|(n, _)| *n != name);
+                self.headers.push((name, value));
+            }
+            (Err(_), _) => {
+                self.problem = Some(format!("`{text}` is not a valid HTTP header name"));
+            }
+            (_, Err(_)) => {
+                self.problem = Some(
+                    "a header value holds characters no HTTP header can carry (a line break?)"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+
+    pub(crate) fn set_temperature(&mut self, temperature: f32) {
+        self.temperature = Some(temperature);
+    }
+
+    pub(crate) fn set_max_tokens(&mut self, max_tokens: u32) {
+        self.max_tokens = Some(max_tokens);
+    }
+
+    pub(crate) fn set_retry(&mut self, retry: RetryPolicy) {
+        self.retry = retry;
+    }
+
+    pub(crate) fn set_timeouts(&mut self, connect: Duration, read: Duration) {
+        self.connect_timeout = connect;
+        self.read_timeout = read;
+        self.client = build_client(connect);
+    }
+
+    pub(crate) fn set_observer(&mut self, observer: Arc<dyn Observe>) {
+        self.observer = Some(observer);
+    }
+
+    /// A configuration error unless a model is set; `example` names one.
+    pub(crate) fn require_model(&self, example: &str) -> Result<(), ProviderError> {
+        if self.model.is_empty() {
+            return Err(ProviderError::Config(format!(
+                "no model set for {}: call `.model(\"…\")`, e.g. `.model(\"{example}\")`",
+                redact(&self.base_url)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sends one request: `body` as JSON when given, the dialect's own
+    /// headers, the key and the caller's headers. Waits at most `wait` for
+    /// the response head; an error status comes back as
+    /// [`ProviderError::Status`] with the server's message. What it sends and
+    /// receives goes to the observer, if any.
+    pub(crate) async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Bytes>,
+        wait: Duration,
+    ) -> Result<(reqwest::Response, Option<Tap>), ProviderError> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ProviderError::Config(e.clone()))?;
+        if let Some(problem) = &self.problem {
+            return Err(ProviderError::Config(problem.clone()));
+        }
+        let headers = self.dialect_headers;
+        let mut map = HeaderMap::with_capacity(headers.len() + self.headers.len() + 2);
+        if body.is_some() {
+            map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        for (name, value) in headers {
+            map.insert(*name, HeaderValue::from_static(value));
+        }
+        if let Some(key) = &self.key {
+            let (name, value) = match self.key_header {
+                KeyHeader::Bearer => (
+                    reqwest::header::AUTHORIZATION,
+                    HeaderValue::from_str(&format!("Bearer {key}")),
+                ),
+                KeyHeader::Named(name) => {
+                    (HeaderName::from_static(name), HeaderValue::from_str(key))
+                }
+            };
+            let mut value = value.map_err(|_| {
+                ProviderError::Config(
+                    "the API key holds characters no HTTP header can carry; check it for stray quotes or line breaks"
+                        .to_owned(),
+                )
+            })?;
+            value.set_sensitive(true);
+            map.insert(name, value);
+        }
+        for (name, value) in &self.headers {
+            map.insert(name.clone(), value.clone());
+        }
+        let shown_url = redact(url);
+        let tap = self.observer.as_ref().map(|observer| {
+            let tap = Tap::new(observer.clone());
+            let headers = listed(&map);
+            observer.request(
+                tap.exchange,
+                &WireRequest {
+                    method: method.as_str(),
+                    url: &shown_url,
+                    headers: &headers,
+                    body: body.as_deref().unwrap_or_default(),
+                },
+            );
+            tap
+        });
+        let mut request = client.request(method, url).headers(map);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let sent = match tokio::time::timeout(wait, request.send()).await {
+            Ok(result) => result.map_err(|e| transport_error(&shown_url, wait, e)),
+            Err(_) => Err(ProviderError::Timeout {
+                endpoint: shown_url.clone(),
+                after: wait,
+            }),
+        };
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => {
+                if let Some(tap) = tap {
+                    tap.end(Outcome::Failed(&error));
+                }
+                return Err(error);
+            }
+        };
+        let status = response.status();
+        if let Some(tap) = &tap {
+            let headers = listed(response.headers());
+            tap.observer.response(
+                tap.exchange,
+                &WireResponse {
+                    status: status.as_u16(),
+                    headers: &headers,
+                },
+            );
+        }
+        if status.is_success() {
+            return Ok((response, tap));
+        }
+        let retry_after = retry_after(response.headers());
+        let body = response.bytes().await.unwrap_or_default();
+        if let Some(tap) = tap {
+            tap.chunk(&body);
+            tap.end(Outcome::Complete);
+        }
+        Err(ProviderError::Status {
+            status: status.as_u16(),
+            message: error_message(&String::from_utf8_lossy(&body)),
+            retry_after,
+        })
+    }
+
+    /// GETs `url` (with the key and headers) and reads the answer as JSON.
+    ///
+    /// # Errors
+    /// As a model call's: [`ProviderError::Connect`], `Timeout` (after ten
+    /// seconds), `Status` with the server's message, or `Decode` when the
+    /// answer is not JSON.
+    pub async fn get_json(&self, url: &str) -> Result<Value, ProviderError> {
+        self.json(reqwest::Method::GET, url, None, METADATA_TIMEOUT)
+            .await
+    }
+
+    /// POSTs `body` as JSON to `url` (with the key and headers) and reads the
+    /// answer as JSON, e.g. Ollama's `/api/show`.
+    ///
+    /// # Errors
+    /// As [`get_json`](Self::get_json).
+    pub async fn post_json(&self, url: &str, body: &Value) -> Result<Value, ProviderError> {
+        let body = Bytes::from(body.to_string());
+        self.json(reqwest::Method::POST, url, Some(body), METADATA_TIMEOUT)
+            .await
+    }
+
+    async fn json(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Bytes>,
+        wait: Duration,
+    ) -> Result<Value, ProviderError> {
+        let shown_url = redact(url);
+        let read = async {
+            let (response, tap) = self.send(method, url, body, wait).await?;
+            let bytes = response.bytes().await;
+            if let (Some(tap), Ok(bytes)) = (&tap, &bytes) {
+                tap.chunk(bytes);
+            }
+            let bytes = bytes.map_err(|e| transport_error(&shown_url, wait, e));
+            if let Some(tap) = tap {
+                match &bytes {
+                    Ok(_) => tap.end(Outcome::Complete),
+                    Err(error) => tap.end(Outcome::Failed(error)),
+                }
+            }
+            serde_json::from_slice(&bytes?).map_err(|e| ProviderError::Decode {
+                message: format!("{e} in the answer of {shown_url}"),
+            })
+        };
+        match tokio::time::timeout(wait, read).await {
+            Ok(result) => result,
+            Err(_) => Err(ProviderError::Timeout {
+                endpoint: shown_url,
+                after: wait,
+            }),
+        }
+    }
+
+    /// A health probe of `url` for servers whose answer says nothing more than
+    /// that they are there: reachable and answering 2xx within five seconds.
+    /// With `model`, `url` names that model, and a 404 means the server lacks
+    /// it.
+    pub async fn probe(&self, url: &str, model: Option<&str>) -> Health {
+        let started = Instant::now();
+        let shown_url = redact(url);
+        match tokio::time::timeout(PROBE_TIMEOUT, self.get_json(url)).await {
+            Err(_) => Health::unreachable(
+                started.elapsed(),
+                format!("{shown_url} did not answer within 5s"),
+            ),
+            Ok(Err(ProviderError::Status { status: 404, .. })) if model.is_some() => {
+                let model = model.unwrap_or_default();
+                let mut health = Health::problem(
+                    started.elapsed(),
+                    format!(
+                        "the server has no model `{model}`; check the name against its model list"
+                    ),
+                );
+                health.model_present = Some(false);
+                health
+            }
+            // An answer that isn't JSON still says the server is there.
+            Ok(Err(ProviderError::Decode { .. })) | Ok(Ok(_)) => {
+                let mut health = Health::ok(started.elapsed());
+                health.model_present = model.map(|_| true);
+                health
+            }
+            Ok(Err(error)) => unhealthy(started, &error),
+        }
+    }
+
+    /// A health probe of a model list at `url`: `listed` says whether the
+    /// answer lists the model (`None` when it can't tell). An error status
+    /// means the server is there but unhappy: a bad key, a proxy, a server
+    /// without that path.
+    pub async fn probe_list(
+        &self,
+        url: &str,
+        listed: impl FnOnce(&Value) -> Option<bool>,
+    ) -> Health {
+        let started = Instant::now();
+        let shown_url = redact(url);
+        match tokio::time::timeout(PROBE_TIMEOUT, self.get_json(url)).await {
+            Err(_) => Health::unreachable(
+                started.elapsed(),
+                format!("{shown_url} did not answer within 5s"),
+            ),
+            Ok(Ok(list)) => {
+                let mut health = Health::ok(started.elapsed());
+                health.model_present = listed(&list);
+                health
+            }
+            Ok(Err(ProviderError::Decode { .. })) => {
+                let mut health = Health::ok(started.elapsed());
+                health.model_present = None;
+                health
+            }
+            Ok(Err(error @ ProviderError::Status { .. })) => {
+                Health::problem(started.elapsed(), format!("{shown_url}: {}", error.chain()))
+            }
+            Ok(Err(error)) => unhealthy(started, &error),
+        }
+    }
+}
+
+/// The health of a probe that failed with `error`.
+fn unhealthy(started: Instant, error: &ProviderError) -> Health {
+    match error {
+        ProviderError::Connect { .. } | ProviderError::Timeout { .. } => {
+            Health::unreachable(started.elapsed(), error.chain())
+        }
+        ProviderError::Config(message) => Health::problem(Duration::ZERO, message.clone()),
+        other => Health::problem(started.elapsed(), other.chain()),
+    }
+}
+
+/// Headers as observers see them, credentials redacted.
+fn listed(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let value = if value.is_sensitive() || is_credential(name) {
+                "[redacted]"
+            } else {
+                value.to_str().unwrap_or("[not text]")
+            };
+            (name.as_str().to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+/// One exchange as its observer follows it: every chunk of the body, then
+/// how it ended. Dropped before the end, it tells the observer the exchange
+/// was abandoned.
+pub(crate) struct Tap {
+    observer: Arc<dyn Observe>,
+    exchange: u64,
+    ended: std::cell::Cell<bool>,
+}
+
+impl Tap {
+    fn new(observer: Arc<dyn Observe>) -> Self {
+        Self {
+            observer,
+            exchange: EXCHANGES.fetch_add(1, Ordering::Relaxed),
+            ended: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Bytes of the body arrived.
+    pub(crate) fn chunk(&self, bytes: &[u8]) {
+        self.observer.chunk(self.exchange, bytes);
+    }
+
+    /// The exchange ended; later calls are ignored.
+    pub(crate) fn end(&self, outcome: Outcome<'_>) {
+        if !self.ended.replace(true) {
+            self.observer.end(self.exchange, outcome);
+        }
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        self.end(Outcome::Abandoned);
+    }
+}
