@@ -97,15 +97,29 @@ pub(crate) fn error_message(body: &str) -> String {
 /// The HTTP client. The read time-out is kept by ferrobot, not reqwest:
 /// reqwest re-arms a timer for every body frame, which cost a streamed turn
 /// more than parsing it did; each dialect re-arms its own only when it fires.
+///
+/// One client per connect time-out is shared by every provider of the
+/// process: building one reads the system's root certificates (some 1,300
+/// file operations here), which a program with a few providers, each set up
+/// with several builder calls, did nine times before its first turn; and
+/// providers of one server share its pooled connections.
 pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String> {
+    static SHARED: std::sync::Mutex<Vec<(Duration, reqwest::Client)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, client)) = shared.iter().find(|(limit, _)| *limit == connect) {
+        return Ok(client.clone());
+    }
     // reqwest is built without a bundled crypto provider; ring is ours. If
     // the application installed another one first, that one is kept.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let client = reqwest::Client::builder()
         .connect_timeout(connect)
         .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("could not build the HTTP client: {e}"))
+        .map_err(|e| format!("could not build the HTTP client: {e}"))?;
+    shared.push((connect, client.clone()));
+    Ok(client)
 }
 
 /// `retry-after-ms` (`OpenAI`), else `Retry-After` in seconds or as an HTTP date.
