@@ -32,6 +32,11 @@ pub fn parse_arguments<T: serde::de::DeserializeOwned>(
     Ok(parsed)
 }
 
+/// A `#[tool]`'s constraints: only what its schema says beyond types.
+pub fn typed_constraints(schema: &Value) -> Constraints {
+    Constraints::for_typed(schema)
+}
+
 /// The outcome of a `#[tool(check = path)]` function, in the wording every
 /// argument problem has.
 pub fn checked<E: std::fmt::Display>(tool: &str, outcome: Result<(), E>) -> Result<(), ToolError> {

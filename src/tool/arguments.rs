@@ -172,7 +172,8 @@ pub(crate) fn parse_whole<A: DeserializeOwned>(
 pub struct Constraints {
     /// `Err` when the schema itself is broken (a bad `pattern`, say): the
     /// developer's mistake, told to whoever calls the tool.
-    validator: Result<Schema, String>,
+    /// `Ok(None)`: nothing to check beyond what the arguments' type holds.
+    validator: Result<Option<Schema>, String>,
 }
 
 impl fmt::Debug for Constraints {
@@ -188,11 +189,24 @@ impl Constraints {
     /// that is no regular expression) gives constraints that refuse every
     /// call, saying why, rather than constraints that hold nothing.
     pub fn new(schema: &Value) -> Self {
-        let validator = Schema::new(schema);
+        let validator = Schema::new(schema).map(Some);
         if let Err(error) = &validator {
             tracing::error!(%error, "a tool's argument schema is not a valid JSON Schema; its calls will be refused");
         }
         Self { validator }
+    }
+
+    /// The constraints of a tool whose arguments have a Rust type, which
+    /// already holds their shape: nothing to check (and nothing to pay for
+    /// a call) unless the schema says more than types.
+    pub(crate) fn for_typed(schema: &Value) -> Self {
+        if super::validate::constrains(schema) {
+            Self::new(schema)
+        } else {
+            Self {
+                validator: Ok(None),
+            }
+        }
     }
 
     /// Every way `arguments` breaks the schema, each as "`where`: what".
@@ -201,7 +215,9 @@ impl Constraints {
     /// When the schema itself could not be compiled: a message for the
     /// developer, saying what is wrong with it.
     pub fn problems(&self, arguments: &Value) -> Result<Vec<String>, String> {
-        let validator = self.validator.as_ref().map_err(Clone::clone)?;
+        let Some(validator) = self.validator.as_ref().map_err(Clone::clone)? else {
+            return Ok(Vec::new());
+        };
         Ok(validator
             .problems(arguments)
             .into_iter()

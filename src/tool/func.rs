@@ -82,7 +82,7 @@ where
     let name: String = name.into();
     let tool: Arc<str> = Arc::from(name.as_str());
     let spec = ToolSpec::new(name, description, super::schema::for_type::<A>());
-    let constraints = Arc::new(Constraints::new(&spec.parameters));
+    let constraints = Arc::new(Constraints::for_typed(&spec.parameters));
     let checked = Arc::clone(&constraints);
     let handler = move |arguments: Value,
                         ctx: ToolContext|

@@ -403,6 +403,58 @@ impl Schema {
     }
 }
 
+/// Whether `schema` says anything a value's type can't: a bound, a length,
+/// a pattern, an `enum`, a standard `format`, … (`type`, `properties`,
+/// `required` and schemars' numeric formats are the type's to hold).
+pub(crate) fn constrains(schema: &Value) -> bool {
+    const CHECKS: [&str; 15] = [
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
+        "const",
+        "not",
+    ];
+    match schema {
+        Value::Object(map) => map.iter().any(|(key, value)| match key.as_str() {
+            key if CHECKS.contains(&key) => true,
+            "enum" => true,
+            "format" => value.as_str().is_some_and(format_is_standard),
+            "properties" => value
+                .as_object()
+                .is_some_and(|props| props.values().any(constrains)),
+            _ => constrains(value),
+        }),
+        Value::Array(items) => items.iter().any(constrains),
+        _ => false,
+    }
+}
+
+fn format_is_standard(format: &str) -> bool {
+    matches!(
+        format,
+        "email"
+            | "uri"
+            | "url"
+            | "uuid"
+            | "ipv4"
+            | "ipv6"
+            | "hostname"
+            | "date"
+            | "time"
+            | "date-time"
+    )
+}
+
 fn other(problems: &mut Vec<Problem>, path: &str, what: String) {
     problems.push(Problem {
         path: path.to_owned(),
@@ -670,6 +722,26 @@ mod tests {
         );
         assert!(Schema::new(&json!({"$ref": "#/$defs/Nothing"})).is_err());
         assert!(Schema::new(&json!({"pattern": "(["})).is_err());
+    }
+
+    #[test]
+    fn a_schema_of_types_alone_constrains_nothing() {
+        let typed = json!({"type": "object", "required": ["a"], "properties": {
+            "a": {"type": "integer", "format": "int64"},
+            "minimum": {"type": ["string", "null"], "description": "a property named like a keyword"},
+            "p": {"anyOf": [{"type": "object", "properties": {"x": {"type": "number"}}}, {"type": "null"}]}
+        }});
+        assert!(!constrains(&typed));
+        for extra in [
+            json!({"type": "integer", "minimum": 0}),
+            json!({"type": "string", "format": "email"}),
+            json!({"enum": ["a", "b"]}),
+            json!({"type": "array", "items": {"type": "string", "pattern": "^x"}}),
+        ] {
+            let mut schema = typed.clone();
+            schema["properties"]["b"] = extra.clone();
+            assert!(constrains(&schema), "{extra}");
+        }
     }
 
     #[test]

@@ -579,7 +579,7 @@ fn arguments_pipeline(
             ::ferrobot::ToolSpec::new(#name, #description, (__ferrobot_kit().schema)())
         });
         static CONSTRAINTS: ::std::sync::LazyLock<::ferrobot::tool::Constraints> =
-            ::std::sync::LazyLock::new(|| ::ferrobot::tool::Constraints::new(&SPEC.parameters));
+            ::std::sync::LazyLock::new(|| ::ferrobot::__private::typed_constraints(&SPEC.parameters));
     }
 }
 
