@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::message::{Message, ToolSpec, Usage};
 use crate::provider::{
-    ChatRequest, EventStream, FinishReason, Health, ModelSettings, Provider, ProviderError,
-    StreamEvent, ToolCallDelta, ToolChoice,
+    ChatRequest, ContextWindow, EventStream, FinishReason, Health, ModelSettings, Provider,
+    ProviderError, StreamEvent, ToolCallDelta, ToolChoice,
 };
 
 /// A [`Provider`] that answers from a script, records every request, and
@@ -50,6 +50,8 @@ use crate::provider::{
 #[derive(Clone)]
 pub struct MockProvider {
     inner: Arc<MockInner>,
+    /// What [`Provider::context_window`] answers.
+    window: Option<ContextWindow>,
 }
 
 type Responder = dyn Fn(&RecordedRequest) -> MockTurn + Send + Sync;
@@ -115,7 +117,28 @@ impl MockProvider {
                 responder,
                 requests: Mutex::new(Vec::new()),
             }),
+            window: None,
         }
+    }
+
+    /// Says the model's context window is `window`, as a server would: what
+    /// [`Provider::context_window`] answers (by default, `None`), for testing
+    /// code that bounds a conversation by it.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use ferrobot::provider::{ContextWindow, Provider};
+    /// use ferrobot::testing::MockProvider;
+    /// let mock = MockProvider::replying("ok").with_context_window(ContextWindow::new(4096));
+    /// let window = mock.context_window().await.unwrap();
+    /// assert_eq!(window.map(|w| w.tokens), Some(4096));
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_context_window(mut self, window: ContextWindow) -> Self {
+        self.window = Some(window);
+        self
     }
 
     /// Appends a turn to the script.
@@ -174,6 +197,11 @@ impl Provider for MockProvider {
 
     fn health(&self) -> BoxFuture<'_, Health> {
         Box::pin(async { Health::ok(Duration::ZERO) })
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
+        let window = self.window;
+        Box::pin(async move { Ok(window) })
     }
 
     fn name(&self) -> &str {
