@@ -116,7 +116,15 @@ pub(crate) fn derive(tool: &ToolStruct) -> TokenStream {
         <#ident as ::ferrobot::tool::TypedTool>::call(__value, ctx)
     };
     let convert = convert_output(ident.span());
-    let options = options(&tool.attrs, name);
+    let tool_impl = tool_trait_impl(
+        &quote!(__ferrobot_tool),
+        &quote! {
+            let __value = __ferrobot_parse(arguments)?;
+            let __value = #typed_call.await;
+            #convert
+        },
+        &options(&tool.attrs, name),
+    );
     let holder = tool_holder(ident);
     quote! {
         const _: () = {
@@ -134,32 +142,7 @@ pub(crate) fn derive(tool: &ToolStruct) -> TokenStream {
 
             #holder
 
-            impl ::ferrobot::tool::Tool for __ferrobot_tool {
-                fn spec(&self) -> &::ferrobot::ToolSpec {
-                    &SPEC
-                }
-
-                fn call(
-                    &self,
-                    arguments: ::ferrobot::__private::Value,
-                    ctx: ::ferrobot::ToolContext,
-                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
-                    ::std::boxed::Box::pin(async move {
-                        let __value = __ferrobot_parse(arguments)?;
-                        let __value = #typed_call.await;
-                        #convert
-                    })
-                }
-
-                fn check_arguments(
-                    &self,
-                    arguments: &::ferrobot::__private::Value,
-                ) -> ::std::result::Result<(), ::ferrobot::tool::ToolError> {
-                    __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
-                }
-
-                #options
-            }
+            #tool_impl
 
             impl #ident {
                 /// The tool whose arguments are this struct, made by
@@ -172,6 +155,43 @@ pub(crate) fn derive(tool: &ToolStruct) -> TokenStream {
                 }
             }
         };
+    }
+}
+
+/// `impl Tool for holder`, the same for every kind of tool: the spec, a
+/// `call` running `call_body` (which reads `arguments` through
+/// `__ferrobot_parse` and may use `ctx`), `check_arguments` running the same
+/// parse, and the kind's own `methods`.
+fn tool_trait_impl(
+    holder: &TokenStream,
+    call_body: &TokenStream,
+    methods: &TokenStream,
+) -> TokenStream {
+    quote! {
+        impl ::ferrobot::tool::Tool for #holder {
+            fn spec(&self) -> &::ferrobot::ToolSpec {
+                &SPEC
+            }
+
+            fn call(
+                &self,
+                arguments: ::ferrobot::__private::Value,
+                ctx: ::ferrobot::ToolContext,
+            ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                ::std::boxed::Box::pin(async move {
+                    #call_body
+                })
+            }
+
+            fn check_arguments(
+                &self,
+                arguments: &::ferrobot::__private::Value,
+            ) -> ::std::result::Result<(), ::ferrobot::tool::ToolError> {
+                __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
+            }
+
+            #methods
+        }
     }
 }
 
@@ -398,6 +418,22 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
     };
     let convert = output_conversion(&tool.func.sig.output);
     let options = options(&tool.attrs, name);
+    let tool_impl = tool_trait_impl(
+        holder,
+        &quote! {
+            let __args = __ferrobot_parse(arguments)?;
+            #(#states)*
+            let __out = #call(#(#call_args),*) #awaited;
+            #convert
+        },
+        &quote! {
+            fn state_types(&self) -> ::std::vec::Vec<::ferrobot::tool::StateType> {
+                ::ferrobot::__private::state_types(&[#(#state_types),*])
+            }
+
+            #options
+        },
+    );
     quote! {
         const _: () = {
             #pipeline
@@ -411,37 +447,7 @@ fn tool_impl(tool: &ToolFn, holder: &TokenStream, call: &TokenStream) -> TokenSt
                 ::std::result::Result::Ok(__args)
             }
 
-            impl ::ferrobot::tool::Tool for #holder {
-                fn spec(&self) -> &::ferrobot::ToolSpec {
-                    &SPEC
-                }
-
-                fn call(
-                    &self,
-                    arguments: ::ferrobot::__private::Value,
-                    ctx: ::ferrobot::ToolContext,
-                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
-                    ::std::boxed::Box::pin(async move {
-                        let __args = __ferrobot_parse(arguments)?;
-                        #(#states)*
-                        let __out = #call(#(#call_args),*) #awaited;
-                        #convert
-                    })
-                }
-
-                fn check_arguments(
-                    &self,
-                    arguments: &::ferrobot::__private::Value,
-                ) -> ::std::result::Result<(), ::ferrobot::tool::ToolError> {
-                    __ferrobot_parse(::std::clone::Clone::clone(arguments)).map(drop)
-                }
-
-                fn state_types(&self) -> ::std::vec::Vec<::ferrobot::tool::StateType> {
-                    ::ferrobot::__private::state_types(&[#(#state_types),*])
-                }
-
-                #options
-            }
+            #tool_impl
         };
     }
 }

@@ -103,12 +103,9 @@ fn fallback(item: TokenStream) -> TokenStream {
 fn strip(sig: &mut syn::Signature) {
     for input in &mut sig.inputs {
         if let syn::FnArg::Typed(typed) = input {
-            typed.attrs.retain(|a| {
-                !(a.path().is_ident("doc")
-                    || a.path().is_ident("serde")
-                    || a.path().is_ident("schemars")
-                    || parse::is_marker(a))
-            });
+            typed
+                .attrs
+                .retain(|a| !(parse::is_field_attr(a) || parse::is_marker(a)));
         }
     }
 }

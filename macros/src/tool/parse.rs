@@ -193,18 +193,10 @@ impl ToolFn {
                     let docs_and_serde: Vec<Attribute> = typed
                         .attrs
                         .iter()
-                        .filter(|a| {
-                            a.path().is_ident("doc")
-                                || a.path().is_ident("serde")
-                                || a.path().is_ident("schemars")
-                        })
+                        .filter(|a| is_field_attr(a))
                         .cloned()
                         .collect();
-                    typed.attrs.retain(|a| {
-                        !(a.path().is_ident("doc")
-                            || a.path().is_ident("serde")
-                            || a.path().is_ident("schemars"))
-                    });
+                    typed.attrs.retain(|a| !is_field_attr(a));
                     if let Some(param) =
                         errors.take(Param::parse(typed, docs_and_serde, &tool_ident))
                     {
@@ -224,19 +216,7 @@ impl ToolFn {
                 "take `ToolContext` once",
             ));
         }
-        let doc = doc_text(&func.attrs);
-        let description = match (&attrs.description, doc) {
-            (Some(description), _) => description.value(),
-            (None, Some(doc)) => doc,
-            (None, None) => {
-                errors.push(syn::Error::new_spanned(
-                    &func.sig.ident,
-                    "add a `///` doc comment saying what the tool does (the model reads it to decide \
-                     when to call the tool), or set `#[tool(description = \"…\")]`",
-                ));
-                String::new()
-            }
-        };
+        let description = description(&attrs, &func.attrs, &func.sig.ident, &mut errors);
         let name = attrs
             .name
             .as_ref()
@@ -336,11 +316,7 @@ impl ToolStruct {
                         let field_attrs: Vec<Attribute> = field
                             .attrs
                             .iter()
-                            .filter(|a| {
-                                a.path().is_ident("doc")
-                                    || a.path().is_ident("serde")
-                                    || a.path().is_ident("schemars")
-                            })
+                            .filter(|a| is_field_attr(a))
                             .cloned()
                             .collect();
                         let ident = field.ident.clone().expect("named fields have names");
@@ -367,18 +343,7 @@ impl ToolStruct {
                  alternatives, make an enum one of its fields",
             )),
         }
-        let description = match (&attrs.description, doc_text(&input.attrs)) {
-            (Some(description), _) => description.value(),
-            (None, Some(doc)) => doc,
-            (None, None) => {
-                errors.push(syn::Error::new_spanned(
-                    &input.ident,
-                    "add a `///` doc comment saying what the tool does (the model reads it to decide \
-                     when to call the tool), or set `#[tool(description = \"…\")]`",
-                ));
-                String::new()
-            }
-        };
+        let description = description(&attrs, &input.attrs, &input.ident, &mut errors);
         let name = attrs
             .name
             .as_ref()
@@ -722,6 +687,36 @@ pub(crate) fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     match ty {
         Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
         _ => None,
+    }
+}
+
+/// Whether an argument's attribute belongs on the hidden arguments
+/// struct's field: its doc comment, `#[serde]`, `#[schemars]`.
+pub(crate) fn is_field_attr(attr: &Attribute) -> bool {
+    ["doc", "serde", "schemars"]
+        .iter()
+        .any(|name| attr.path().is_ident(name))
+}
+
+/// What the model is told the tool does: `#[tool(description = …)]`, else
+/// the doc comment of the item named `ident`; an error when there is neither.
+fn description(
+    attrs: &ToolAttrs,
+    item_attrs: &[Attribute],
+    ident: &Ident,
+    errors: &mut Errors,
+) -> String {
+    match (&attrs.description, doc_text(item_attrs)) {
+        (Some(description), _) => description.value(),
+        (None, Some(doc)) => doc,
+        (None, None) => {
+            errors.push(syn::Error::new_spanned(
+                ident,
+                "add a `///` doc comment saying what the tool does (the model reads it to decide \
+                 when to call the tool), or set `#[tool(description = \"…\")]`",
+            ));
+            String::new()
+        }
     }
 }
 
