@@ -428,7 +428,7 @@ pub(crate) fn constrains(schema: &Value) -> bool {
         Value::Object(map) => map.iter().any(|(key, value)| match key.as_str() {
             key if CHECKS.contains(&key) => true,
             "enum" => true,
-            "format" => value.as_str().is_some_and(format_is_standard),
+            "format" => value.as_str().is_some_and(|f| format_check(f).is_some()),
             "properties" => value
                 .as_object()
                 .is_some_and(|props| props.values().any(constrains)),
@@ -437,22 +437,6 @@ pub(crate) fn constrains(schema: &Value) -> bool {
         Value::Array(items) => items.iter().any(constrains),
         _ => false,
     }
-}
-
-fn format_is_standard(format: &str) -> bool {
-    matches!(
-        format,
-        "email"
-            | "uri"
-            | "url"
-            | "uuid"
-            | "ipv4"
-            | "ipv6"
-            | "hostname"
-            | "date"
-            | "time"
-            | "date-time"
-    )
 }
 
 fn other(problems: &mut Vec<Problem>, path: &str, what: String) {
@@ -525,23 +509,30 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// The standard formats a tool's arguments use; others (schemars' `uint8`,
-/// `double`, …) are left to the type, as JSON Schema allows.
+/// Whether `s` is of `format`: true for formats left to the type.
 fn format_matches(format: &str, s: &str) -> bool {
-    match format {
-        "email" => email(s),
-        "uri" | "url" => uri(s),
-        "uuid" => uuid(s),
-        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
-        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
-        "hostname" => hostname(s),
-        "date" => date(s),
-        "time" => time(s),
-        "date-time" => s
-            .split_once(['T', 't'])
-            .is_some_and(|(d, t)| date(d) && time(t)),
-        _ => true,
-    }
+    format_check(format).is_none_or(|matches| matches(s))
+}
+
+/// The check of a standard format a tool's arguments use; `None` for
+/// others (schemars' `uint8`, `double`, …), which are left to the type, as
+/// JSON Schema allows.
+fn format_check(format: &str) -> Option<fn(&str) -> bool> {
+    Some(match format {
+        "email" => email,
+        "uri" | "url" => uri,
+        "uuid" => uuid,
+        "ipv4" => |s| s.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => |s| s.parse::<std::net::Ipv6Addr>().is_ok(),
+        "hostname" => hostname,
+        "date" => date,
+        "time" => time,
+        "date-time" => |s| {
+            s.split_once(['T', 't'])
+                .is_some_and(|(d, t)| date(d) && time(t))
+        },
+        _ => return None,
+    })
 }
 
 fn email(s: &str) -> bool {
