@@ -238,7 +238,7 @@ impl<S: EventSink> Turn<'_, S> {
         let request = ChatRequest::new(&messages)
             .system(Some(instructions))
             .tools(tools)
-            .tool_choice(ToolChoice::None)
+            .tool_choice(&ToolChoice::None)
             .settings(&self.inner.settings)
             .cancel(self.cancel);
         let mut events = self.inner.provider.stream(request);
@@ -279,7 +279,7 @@ impl<S: EventSink> Turn<'_, S> {
         let request = ChatRequest::new(&history[start..])
             .system(self.inner.system_prompt.as_deref())
             .tools(tools)
-            .tool_choice(choice)
+            .tool_choice(&choice)
             .settings(&self.inner.settings)
             .cancel(self.cancel);
         let mut events = provider.stream(request);

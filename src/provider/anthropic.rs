@@ -107,7 +107,7 @@ impl Dialect for Messages {
                 .collect();
             // Described even when withdrawn: Anthropic refuses a
             // conversation holding tool calls without them.
-            if request.tool_choice == ToolChoice::None {
+            if *request.tool_choice == ToolChoice::None {
                 body["tool_choice"] = json!({"type": "none"});
             }
         }

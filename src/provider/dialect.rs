@@ -61,6 +61,11 @@ pub trait Dialect: Clone + fmt::Debug + Send + Sync + 'static {
     /// How the API key is sent. By default, `Authorization: Bearer`.
     const KEY_HEADER: KeyHeader = KeyHeader::Bearer;
 
+    /// Whether [`body`](Self::body) asks the server for
+    /// [`ChatRequest::output`]: [`Provider::native_output`]. By default,
+    /// false.
+    const NATIVE_OUTPUT: bool = false;
+
     /// The URL a chat request is sent to (`POST`), e.g. `{base_url}/chat/completions`.
     fn chat_url(&self, endpoint: &Endpoint) -> String;
 
@@ -312,6 +317,10 @@ impl<D: Dialect> Provider for Http<D> {
 
     fn model_name(&self) -> &str {
         self.endpoint.model()
+    }
+
+    fn native_output(&self) -> bool {
+        D::NATIVE_OUTPUT
     }
 
     fn context_window(&self) -> BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {

@@ -96,7 +96,7 @@ impl Dialect for GenerateContent {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": schema::gemini(&t.parameters)}))
                 .collect();
             body["tools"] = json!([{ "functionDeclarations": declarations }]);
-            if request.tool_choice == ToolChoice::None {
+            if *request.tool_choice == ToolChoice::None {
                 body["toolConfig"] = json!({"functionCallingConfig": {"mode": "NONE"}});
             }
         }

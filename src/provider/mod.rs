@@ -153,6 +153,16 @@ pub trait Provider: Send + Sync + fmt::Debug {
     fn context_window(&self) -> BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
         Box::pin(async { Ok(None) })
     }
+
+    /// Whether the server can be asked for a structured answer
+    /// ([`ChatRequest::output`]): true for the chat completions, Responses,
+    /// Gemini and Ollama dialects. Typed answers use an output tool where
+    /// it's false.
+    ///
+    /// By default, false.
+    fn native_output(&self) -> bool {
+        false
+    }
 }
 
 /// A model's context window, from [`Provider::context_window`].
@@ -210,10 +220,16 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     fn context_window(&self) -> BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
         (**self).context_window()
     }
+
+    fn native_output(&self) -> bool {
+        (**self).native_output()
+    }
 }
 
 /// Whether the model may call the tools a request describes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+///
+/// Not `Copy` since 0.x: [`ToolChoice::Tool`] names a tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ToolChoice {
     /// The model decides whether to call a tool.
@@ -225,6 +241,60 @@ pub enum ToolChoice {
     /// dialect (and Gemini's) still sends them and says "none"; the others
     /// send no tools at all ([`ChatRequest::callable_tools`]).
     None,
+    /// The model must call at least one of the tools. Ollama's native API
+    /// can't say so: there the model is only offered the tools.
+    Required,
+    /// The model must call this tool. A dialect whose server can't name one
+    /// offers only that tool under [`Required`](Self::Required).
+    Tool(String),
+}
+
+/// A structured answer asked of the server itself: JSON text matching
+/// `schema`, the server constraining what the model writes (`OpenAI`'s
+/// `response_format`, Gemini's `responseSchema`, Ollama's `format`,
+/// llama.cpp's grammar). Dialects that can't ask for it say so in
+/// [`Provider::native_output`], and the agent uses an output tool instead.
+///
+/// # Examples
+/// ```
+/// use ferrobot::provider::OutputFormat;
+/// let format = OutputFormat::new("invoice", serde_json::json!({
+///     "type": "object",
+///     "properties": {"total": {"type": "number"}},
+///     "required": ["total"],
+///     "additionalProperties": false,
+/// }));
+/// assert_eq!(format.name, "invoice");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OutputFormat {
+    /// A name for the answer's shape (`[a-zA-Z0-9_-]`, as `OpenAI` wants).
+    pub name: String,
+    /// What the answer is, for the model.
+    pub description: Option<String>,
+    /// The answer's JSON Schema: an object, in the plain portable form of
+    /// [`tool::schema`](crate::tool::schema); dialects convert it (strict
+    /// for `OpenAI`, the `OpenAPI` subset for Gemini).
+    pub schema: serde_json::Value,
+}
+
+impl OutputFormat {
+    /// A format named `name` for answers matching `schema`.
+    pub fn new(name: impl Into<String>, schema: serde_json::Value) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            schema,
+        }
+    }
+
+    /// With a description of the answer.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
 }
 
 /// What one model call is given.
@@ -238,8 +308,12 @@ pub struct ChatRequest<'a> {
     /// The tools of the conversation. The model may call them only when
     /// `tool_choice` is [`ToolChoice::Auto`].
     pub tools: &'a [ToolSpec],
-    /// Whether the model may call `tools` now, or must answer in text.
-    pub tool_choice: ToolChoice,
+    /// Whether the model may call `tools` now, must call one, or must
+    /// answer in text.
+    pub tool_choice: &'a ToolChoice,
+    /// A structured answer to ask the server for, if any; only sent to
+    /// providers whose [`Provider::native_output`] is true.
+    pub output: Option<&'a OutputFormat>,
     /// Per-call settings; `None` fields fall back to the provider's own.
     pub settings: &'a ModelSettings,
     /// Fires when the caller gives up on the call.
@@ -265,7 +339,8 @@ impl<'a> ChatRequest<'a> {
             system: None,
             messages,
             tools: &[],
-            tool_choice: ToolChoice::Auto,
+            tool_choice: &ToolChoice::Auto,
+            output: None,
             settings: &SETTINGS,
             cancel: &NEVER,
         }
@@ -288,13 +363,21 @@ impl<'a> ChatRequest<'a> {
     /// Sets whether the model may call the tools. By default,
     /// [`ToolChoice::Auto`].
     #[must_use]
-    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+    pub fn tool_choice(mut self, choice: &'a ToolChoice) -> Self {
         self.tool_choice = choice;
         self
     }
 
-    /// The tools the model may call now: `tools` under
-    /// [`ToolChoice::Auto`], none under [`ToolChoice::None`]. What a dialect
+    /// Asks the server for a structured answer. By default, none.
+    #[must_use]
+    pub fn output(mut self, output: Option<&'a OutputFormat>) -> Self {
+        self.output = output;
+        self
+    }
+
+    /// The tools the model may call now: `tools` under [`ToolChoice::Auto`]
+    /// and [`ToolChoice::Required`], the named one under
+    /// [`ToolChoice::Tool`], none under [`ToolChoice::None`]. What a dialect
     /// whose server takes a conversation holding tool calls without tools
     /// sends: a server can't call what it wasn't shown.
     ///
@@ -306,11 +389,16 @@ impl<'a> ChatRequest<'a> {
     /// let tools = [ToolSpec::new("ping", "Ping.", serde_json::json!({"type": "object"}))];
     /// let request = ChatRequest::new(&messages).tools(&tools);
     /// assert_eq!(request.callable_tools().len(), 1);
-    /// assert!(request.tool_choice(ToolChoice::None).callable_tools().is_empty());
+    /// assert!(request.tool_choice(&ToolChoice::None).callable_tools().is_empty());
     /// ```
     pub fn callable_tools(&self) -> &'a [ToolSpec] {
         match self.tool_choice {
-            ToolChoice::Auto => self.tools,
+            ToolChoice::Auto | ToolChoice::Required => self.tools,
+            ToolChoice::Tool(name) => self
+                .tools
+                .iter()
+                .position(|t| t.name == *name)
+                .map_or(&[], |i| &self.tools[i..=i]),
             ToolChoice::None => &[],
         }
     }

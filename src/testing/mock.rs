@@ -170,7 +170,7 @@ impl Provider for MockProvider {
             system: request.system.map(str::to_owned),
             messages: request.messages.to_vec(),
             tools: request.tools.to_vec(),
-            tool_choice: request.tool_choice,
+            tool_choice: request.tool_choice.clone(),
             settings: request.settings.clone(),
         };
         let scripted = lock(&self.inner.script).pop_front();
