@@ -18,7 +18,7 @@ pub struct ConfirmRequest {
     /// The conversation the call belongs to.
     pub conversation: String,
     /// Who started the turn, when the caller said so
-    /// ([`Agent::stream_from`](crate::Agent::stream_from)): a bot lets only
+    /// ([`TurnRequest::user`](crate::agent::TurnRequest::user)): a bot lets only
     /// them answer.
     pub user: Option<String>,
     /// The tool call's id.

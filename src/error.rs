@@ -27,6 +27,44 @@ pub enum Error {
     /// interrupted.
     #[error("turn cancelled")]
     Cancelled,
+    /// A typed answer ([`Output`](crate::agent::Output)) could not be had.
+    #[error("no answer of the required shape")]
+    Output(#[from] OutputError),
+}
+
+/// Why a turn that asked for a typed answer has none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputError {
+    /// The model's last answer still didn't fit, after every retry.
+    #[error("the model's answer did not match the schema, after {attempts} attempts: {}", problems.join("; "))]
+    Invalid {
+        /// How many answers the model gave.
+        attempts: u32,
+        /// What was wrong with the last one.
+        problems: Vec<String>,
+        /// The last answer, as the model wrote it.
+        answer: String,
+    },
+    /// The model refused to answer (`OpenAI`'s `refusal`).
+    #[error("the model refused: {0}")]
+    Refused(String),
+    /// The answer's type has a construct no dialect can enforce.
+    #[error(
+        "the output type can't be enforced by every provider: {0}. Describe the answer with \
+         closed structs, Vecs, enums and scalars (a map can be a Vec of key/value structs)"
+    )]
+    Unportable(String),
+    /// [`OutputMode::Native`](crate::agent::OutputMode::Native) was asked of a
+    /// provider that can't constrain answers.
+    #[error(
+        "the {provider} provider can't be asked for a structured answer; use OutputMode::Tool \
+         (or Auto, which picks it)"
+    )]
+    NativeUnsupported {
+        /// The provider's name.
+        provider: String,
+    },
 }
 
 impl Error {
@@ -48,6 +86,7 @@ impl Error {
             }
             Error::History(e) => format!("Conversation history unavailable: {}", e.chain()),
             Error::Cancelled => "Cancelled.".to_owned(),
+            Error::Output(e) => format!("No answer in the required form: {e}"),
         }
     }
 }

@@ -72,6 +72,6 @@ pub use ferrobot_macros::tool;
 pub use ferrobot_macros::toolbox;
 
 pub use agent::{Agent, AgentEvent, Reply, TurnStream};
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, OutputError, Result};
 pub use message::{Message, Opaque, Part, Reasoning, Role, ToolCall, ToolResult, ToolSpec, Usage};
 pub use tool::{Tool, ToolContext};

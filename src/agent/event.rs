@@ -72,6 +72,13 @@ use crate::provider::{FinishReason, ToolCallDelta};
 ///   [`ContextPolicy`](crate::history::ContextPolicy) with compaction) is a
 ///   model call without events: its tokens are in [`Reply::usage`] but in no
 ///   `Usage` event.
+/// - **A typed answer** ([`Output`](super::Output)): while it streams, each
+///   delta that changes what can be read of it so far is followed by a
+///   `PartialOutput` with that value (strings cut off kept as far as they
+///   came, keys without a value left out). The deltas themselves come as
+///   usual: `TextDelta`s in native and prompted modes, `ToolCallDelta`s of
+///   the output tool in tool mode, whose call has no `ToolCallStarted`.
+///   An answer that doesn't fit is followed by another model call.
 ///
 /// # Display
 ///
@@ -89,6 +96,7 @@ use crate::provider::{FinishReason, ToolCallDelta};
 /// | `ToolCallStarted` | `tool call call_1 get_weather {"city":"Paris"}` |
 /// | `ToolCallFinished` | `tool result call_1 get_weather ok: 18 °C` |
 /// | `Usage` | `usage 12 in / 5 out`, or `usage 12 in (8 cached) / 5 out (3 reasoning)` |
+/// | `PartialOutput` | `partial output {"name":"Ber"}` |
 /// | `Done` | `done "It is 18 °C."`, or `done refusal "I can't."` |
 ///
 /// What the model writes in pieces (text, reasoning, refusal, a tool call's
@@ -158,6 +166,10 @@ pub enum AgentEvent {
     ToolCallFinished(ToolCallRecord),
     /// Token counts of one model call.
     Usage(Usage),
+    /// What can be read so far of a typed answer that is streaming: a JSON
+    /// value of the answer's shape, with what hasn't come yet left out. Not
+    /// checked: the checked answer is [`Reply::output`].
+    PartialOutput(serde_json::Value),
     /// The turn's reply. Last event of a successful turn.
     Done(Reply),
 }
@@ -285,6 +297,10 @@ pub struct Reply {
     pub tool_calls: Vec<ToolCallRecord>,
     /// Why the model stopped; `None` for slash commands.
     pub finish_reason: Option<FinishReason>,
+    /// The typed answer, checked against its [`Output`](super::Output);
+    /// `None` when the turn asked for none. [`text`](Self::text) holds it
+    /// as the model wrote it.
+    pub output: Option<serde_json::Value>,
 }
 
 impl fmt::Display for AgentEvent {
@@ -336,6 +352,7 @@ impl fmt::Display for AgentEvent {
                 }
                 Ok(())
             }
+            AgentEvent::PartialOutput(value) => write!(f, "partial output {value}"),
             AgentEvent::Done(reply) if reply.is_refusal => {
                 write!(f, "done refusal {:?}", reply.text)
             }

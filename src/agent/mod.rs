@@ -21,11 +21,14 @@
 //! 6. A provider failure ends the turn with [`Error::Provider`]; cancelling
 //!    keeps what streamed, marked interrupted.
 
+mod answer;
 mod budget;
 mod builtin;
 mod event;
 mod exec;
 mod lock;
+mod output;
+mod request;
 mod slash;
 mod turn;
 mod undo;
@@ -43,6 +46,8 @@ use tokio_util::sync::CancellationToken;
 pub use budget::TurnBudget;
 pub use builtin::Builtin;
 pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome, Transcript};
+pub use output::{Output, OutputMode, OutputSchemaError};
+pub use request::TurnRequest;
 
 use self::lock::ConversationLocks;
 use crate::confirm::ConfirmHandler;
@@ -88,6 +93,7 @@ pub(crate) struct Inner {
     settings: ModelSettings,
     max_tool_rounds: u32,
     budget: TurnBudget,
+    output: Option<Output>,
     max_concurrent_tools: usize,
     tool_timeout: Duration,
     confirm_timeout: Option<Duration>,
@@ -153,6 +159,10 @@ impl Agent {
         /// none.
         #[builder(default)]
         budget: TurnBudget,
+        /// The shape of every answer ([`Reply::output`]), unless a turn asks
+        /// for its own ([`TurnRequest::output`]). By default, none: answers
+        /// are text.
+        output: Option<Output>,
         /// Tool calls of one round that run at once. By default, 4.
         #[builder(default = 4)]
         max_concurrent_tools: usize,
@@ -178,6 +188,7 @@ impl Agent {
                 settings,
                 max_tool_rounds,
                 budget,
+                output,
                 max_concurrent_tools: max_concurrent_tools.max(1),
                 tool_timeout,
                 confirm_timeout,
@@ -189,26 +200,79 @@ impl Agent {
 
     /// Runs one turn of `conversation` and returns the reply.
     ///
-    /// `conversation` is any stable id: a user, a chat, a channel. The turn
-    /// runs inside this future: dropping it stops the turn where it is, and
-    /// what the model had written of its answer is not kept. To stop a turn
-    /// and keep that, use [`stream`](Self::stream) and its
+    /// `conversation` is any stable id: a user, a chat, a channel. `request`
+    /// is the user's text, or a [`TurnRequest`] saying more (who sent it,
+    /// the shape of the answer). The turn runs inside this future: dropping
+    /// it stops the turn where it is, and what the model had written of its
+    /// answer is not kept. To stop a turn and keep that, use
+    /// [`stream`](Self::stream) and its
     /// [`cancellation`](TurnStream::cancellation).
     ///
     /// # Errors
     /// [`Error::Provider`] when the model endpoint fails (show
-    /// [`Error::user_message`]), [`Error::History`] when the store fails.
-    pub async fn handle(&self, conversation: &str, text: &str) -> Result<Reply> {
+    /// [`Error::user_message`]), [`Error::History`] when the store fails,
+    /// [`Error::Output`] when a typed answer could not be had.
+    pub async fn handle(
+        &self,
+        conversation: &str,
+        request: impl Into<TurnRequest>,
+    ) -> Result<Reply> {
         let cancel = CancellationToken::new();
         turn::run(
             &self.inner,
             conversation.into(),
-            None,
-            text,
+            &request.into(),
             &NoSink,
             &cancel,
         )
         .await
+    }
+
+    /// Runs one turn whose answer is a `T`: the model is asked for it
+    /// (natively where the provider can, else through an output tool), the
+    /// answer is checked and read into `T`, and an answer that doesn't fit
+    /// is sent back with what was wrong, field by field, up to
+    /// [`Output::retries`] times. Tools run first, as in any turn.
+    ///
+    /// # Errors
+    /// As [`handle`](Self::handle); [`Error::Output`] when no answer fit
+    /// (it carries the last one) or the model refused.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> ferrobot::Result<()> {
+    /// use ferrobot::{Agent, testing::MockProvider};
+    ///
+    /// /// An invoice's essentials.
+    /// #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Invoice {
+    ///     number: String,
+    ///     total_cents: u64,
+    /// }
+    ///
+    /// let mock = MockProvider::replying(r#"{"number": "F-17", "total_cents": 4200}"#).with_native_output();
+    /// let agent = Agent::builder().provider(mock).build();
+    /// let invoice: Invoice = agent.extract("alice", "the invoice in this mail: …").await?;
+    /// assert_eq!(invoice, Invoice { number: "F-17".into(), total_cents: 4200 });
+    /// # Ok(()) }
+    /// ```
+    pub async fn extract<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
+        &self,
+        conversation: &str,
+        request: impl Into<TurnRequest>,
+    ) -> Result<T> {
+        let reply = self
+            .handle(conversation, request.into().output(Output::of::<T>()))
+            .await?;
+        let value = reply.output.unwrap_or_default();
+        // The answer was read into `T` already; this can't fail.
+        serde_json::from_value(value).map_err(|e| {
+            Error::Output(crate::error::OutputError::Invalid {
+                attempts: 1,
+                problems: vec![e.to_string()],
+                answer: reply.text,
+            })
+        })
     }
 
     /// Runs one turn in the background, yielding its events as they happen.
@@ -237,22 +301,7 @@ impl Agent {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn stream(&self, conversation: &str, text: &str) -> TurnStream {
-        self.start(conversation, None, text)
-    }
-
-    /// [`stream`](Self::stream), noting who started the turn: its
-    /// confirmation requests carry the user
-    /// ([`ConfirmRequest::user`](crate::confirm::ConfirmRequest::user)), so
-    /// a chat bot can let only them answer.
-    ///
-    /// # Panics
-    /// When called outside a Tokio runtime.
-    pub fn stream_from(&self, conversation: &str, user: &str, text: &str) -> TurnStream {
-        self.start(conversation, Some(user), text)
-    }
-
-    fn start(&self, conversation: &str, user: Option<&str>, text: &str) -> TurnStream {
+    pub fn stream(&self, conversation: &str, request: impl Into<TurnRequest>) -> TurnStream {
         let (tx, rx) = mpsc::channel(64);
         let cancel = CancellationToken::new();
         let sink = ChannelSink {
@@ -260,18 +309,11 @@ impl Agent {
             cancel: cancel.clone(),
         };
         let inner = Arc::clone(&self.inner);
-        let (conversation, text) = (Arc::<str>::from(conversation), text.to_owned());
-        let user = user.map(str::to_owned);
+        let conversation = Arc::<str>::from(conversation);
+        let request = request.into();
         let turn_cancel = cancel.clone();
         tokio::spawn(async move {
-            let turn = turn::run(
-                &inner,
-                conversation,
-                user.as_deref(),
-                &text,
-                &sink,
-                &turn_cancel,
-            );
+            let turn = turn::run(&inner, conversation, &request, &sink, &turn_cancel);
             let end = match turn.await {
                 Ok(reply) => Ok(AgentEvent::Done(reply)),
                 Err(e) => Err(e),

@@ -7,26 +7,41 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::answer::{Typed, Verdict, Watch};
 use super::budget::{Limit, Spent};
 use super::event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
-use super::{EventSink, Inner, exec, slash};
+use super::{EventSink, Inner, TurnRequest, exec, slash};
 use crate::error::{Error, Result};
 use crate::history::{shorten_tool_outputs, since_summary};
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, ToolSpec, Usage};
-use crate::provider::{Assembled, Assembler, ChatRequest, ProviderError, StreamEvent, ToolChoice};
+use crate::provider::{
+    Assembled, Assembler, ChatRequest, OutputFormat, ProviderError, StreamEvent, ToolChoice,
+};
 
 /// Runs one turn of `conversation`.
 pub(super) async fn run(
     inner: &Inner,
     conversation: Arc<str>,
-    user: Option<&str>,
-    text: &str,
+    request: &TurnRequest,
     sink: &impl EventSink,
     cancel: &CancellationToken,
 ) -> Result<Reply> {
-    if let Some(command) = text.trim_start().strip_prefix('/') {
+    let user = request.user.as_deref();
+    if let Some(command) = request.text.trim_start().strip_prefix('/') {
         return Ok(slash::run(inner, &conversation, user, command, sink, cancel).await);
     }
+    let typed = request
+        .output
+        .as_ref()
+        .or(inner.output.as_ref())
+        .map(|output| {
+            Typed::new(
+                output,
+                inner.provider.as_ref(),
+                inner.system_prompt.as_deref(),
+            )
+        })
+        .transpose()?;
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
     Turn {
         inner,
@@ -37,8 +52,9 @@ pub(super) async fn run(
         usage: Usage::default(),
         records: Vec::new(),
         bad_arguments: HashMap::new(),
+        typed,
     }
-    .run(text)
+    .run(&request.text)
     .instrument(span)
     .await
 }
@@ -53,6 +69,8 @@ struct Turn<'a, S> {
     records: Vec<ToolCallRecord>,
     /// How often each tool got invalid arguments this turn.
     bad_arguments: HashMap<String, u32>,
+    /// The typed answer asked for, if any.
+    typed: Option<Typed<'a>>,
 }
 
 /// How one model call ended.
@@ -79,7 +97,7 @@ impl<S: EventSink> Turn<'_, S> {
         let mut round = 0;
         loop {
             // Read each round: a tool switched off mid-turn is not offered again.
-            let tools = self.inner.tools.specs();
+            let mut tools = self.inner.tools.specs();
             // Past the cap or the budget the tools are withdrawn for a last
             // answer (still described: some providers refuse tool calls in a
             // conversation without them).
@@ -88,13 +106,19 @@ impl<S: EventSink> Turn<'_, S> {
             } else {
                 self.inner.budget.reached(&spent, self.usage.output_tokens)
             };
-            let choice = if limit.is_some() {
-                ToolChoice::None
-            } else {
-                ToolChoice::Auto
+            let (choice, format) = match &mut self.typed {
+                Some(typed) => {
+                    let (choice, format) = typed.plan(&mut tools, limit.is_some());
+                    (choice, format.cloned())
+                }
+                None if limit.is_some() => (ToolChoice::None, None),
+                None => (ToolChoice::Auto, None),
             };
             self.compact(&mut history, &tools).await?;
-            let assembled = match self.call_model(&history, &tools, choice).await {
+            let called = self
+                .call_model(&history, &tools, choice, format.as_ref())
+                .await;
+            let assembled = match called {
                 CallEnd::Complete(assembled) => assembled,
                 CallEnd::Cancelled(partial) => {
                     self.store_partial(partial).await?;
@@ -105,6 +129,28 @@ impl<S: EventSink> Turn<'_, S> {
                     return Err(Error::Provider(error));
                 }
             };
+            if let Some(typed) = &mut self.typed {
+                match typed.judge(&assembled.message) {
+                    Verdict::Continue => {}
+                    Verdict::AskNow => continue,
+                    Verdict::Answer { value, text, store } => {
+                        self.store(&store).await?;
+                        let mut reply = self.reply(assembled);
+                        reply.text = text;
+                        reply.output = Some(value);
+                        return Ok(reply);
+                    }
+                    Verdict::Retry(store) => {
+                        self.store(&store).await?;
+                        history.extend(store);
+                        continue;
+                    }
+                    Verdict::Fail(error, store) => {
+                        self.store(&store).await?;
+                        return Err(error.into());
+                    }
+                }
+            }
             let calls: Vec<ToolCall> = assembled.message.tool_calls().cloned().collect();
             if calls.is_empty() {
                 self.store(std::slice::from_ref(&assembled.message)).await?;
@@ -259,6 +305,7 @@ impl<S: EventSink> Turn<'_, S> {
         history: &[Message],
         tools: &[ToolSpec],
         choice: ToolChoice,
+        format: Option<&OutputFormat>,
     ) -> CallEnd {
         let provider = &self.inner.provider;
         let span = tracing::info_span!(
@@ -276,14 +323,20 @@ impl<S: EventSink> Turn<'_, S> {
             .context
             .as_ref()
             .map_or(0, |policy| policy.start(history));
+        let typed = self.typed.as_ref();
+        let system = typed
+            .and_then(Typed::system)
+            .or(self.inner.system_prompt.as_deref());
         let request = ChatRequest::new(&history[start..])
-            .system(self.inner.system_prompt.as_deref())
+            .system(system)
             .tools(tools)
             .tool_choice(&choice)
+            .output(format)
             .settings(&self.inner.settings)
             .cancel(self.cancel);
         let mut events = provider.stream(request);
         let mut assembler = Assembler::new();
+        let mut partial = Partial::new(typed);
         let end = async {
             // Events come first and the cancellation future is polled only
             // while the stream waits: building and polling it for every event
@@ -308,8 +361,12 @@ impl<S: EventSink> Turn<'_, S> {
                     None => return CallEnd::Complete(assembler.finish()),
                 };
                 assembler.push(&event);
+                let shown = partial.as_mut().and_then(|p| p.push(&event));
                 if let Some(forward) = forward(event) {
                     self.sink.emit(forward).await;
+                }
+                if let Some(value) = shown {
+                    self.sink.emit(AgentEvent::PartialOutput(value)).await;
                 }
             }
         }
@@ -389,6 +446,7 @@ impl<S: EventSink> Turn<'_, S> {
             usage: self.usage,
             tool_calls: self.records,
             finish_reason: assembled.finish,
+            output: None,
         }
     }
 }
@@ -403,4 +461,54 @@ fn forward(event: StreamEvent) -> Option<AgentEvent> {
         // Usage is reported once per call, after it; the finish reason is on the reply.
         _ => return None,
     })
+}
+
+/// A typed answer as it streams: its text so far, and the last value shown.
+struct Partial<'t, 'o> {
+    typed: &'t Typed<'o>,
+    watch: Watch<'t>,
+    /// The output tool call's index, once its name came.
+    index: Option<usize>,
+    text: String,
+    shown: Option<serde_json::Value>,
+}
+
+impl<'t, 'o> Partial<'t, 'o> {
+    fn new(typed: Option<&'t Typed<'o>>) -> Option<Self> {
+        let typed = typed?;
+        let watch = typed.watch();
+        if matches!(watch, Watch::Nothing) {
+            return None;
+        }
+        Some(Self {
+            typed,
+            watch,
+            index: None,
+            text: String::new(),
+            shown: None,
+        })
+    }
+
+    /// The value to show after `event`, when it changed what can be read.
+    fn push(&mut self, event: &StreamEvent) -> Option<serde_json::Value> {
+        match (event, self.watch) {
+            (StreamEvent::TextDelta(delta), Watch::Text) => self.text.push_str(delta),
+            (StreamEvent::ToolCallDelta(delta), Watch::Tool(name)) => {
+                if delta.name.as_deref() == Some(name) {
+                    self.index = Some(delta.index);
+                }
+                if self.index != Some(delta.index) {
+                    return None;
+                }
+                self.text.push_str(&delta.arguments);
+            }
+            _ => return None,
+        }
+        let value = self.typed.partial(&self.text)?;
+        if self.shown.as_ref() == Some(&value) {
+            return None;
+        }
+        self.shown = Some(value.clone());
+        Some(value)
+    }
 }

@@ -104,7 +104,10 @@ pub(super) async fn answer(
         return;
     }
     let conversation = sessions.current(agent, chat).await;
-    let mut events = agent.stream_from(&conversation, &incoming.user, &incoming.text);
+    let mut events = agent.stream(
+        &conversation,
+        crate::agent::TurnRequest::new(incoming.text.as_str()).user(incoming.user.as_str()),
+    );
     let mut reply = LiveReply::new(channel, chat, target);
     let mut busy = false;
     let mut typing = tokio::time::interval(TYPING_EVERY);

@@ -69,13 +69,43 @@ pub fn for_type<T: JsonSchema>() -> Value {
 /// assert_eq!(strict["additionalProperties"], json!(false));
 /// ```
 pub fn openai_strict(schema: &Value) -> Option<Value> {
-    let mut schema = schema.clone();
-    strict_in_place(&mut schema).then_some(schema)
+    strict(schema).ok()
 }
 
-fn strict_in_place(schema: &mut Value) -> bool {
+/// The schema in `OpenAI`'s strict form, or what keeps it from having one:
+/// the first construct that can't be expressed there, and where, e.g.
+/// "`lines`: a map with free keys (`additionalProperties`)". Strict forms
+/// are what every dialect can enforce, so typed answers need one.
+///
+/// # Errors
+/// The construct with no strict form, and its place.
+///
+/// # Examples
+/// ```
+/// use serde_json::json;
+/// let map = json!({"type": "object", "properties": {
+///     "prices": {"type": "object", "additionalProperties": {"type": "number"}}
+/// }});
+/// let error = ferrobot::tool::schema::strict(&map).unwrap_err();
+/// assert_eq!(error, "`prices`: a map with free keys (`additionalProperties`)");
+/// ```
+pub fn strict(schema: &Value) -> Result<Value, String> {
+    let mut schema = schema.clone();
+    strict_in_place(&mut schema, "").map(|()| schema)
+}
+
+/// `path` is where `schema` is, for the error: "" at the top, else
+/// `a.b[]`.
+fn strict_in_place(schema: &mut Value, path: &str) -> Result<(), String> {
+    let unportable = |what: &str| {
+        Err(if path.is_empty() {
+            what.to_owned()
+        } else {
+            format!("`{path}`: {what}")
+        })
+    };
     let Value::Object(map) = schema else {
-        return true;
+        return Ok(());
     };
     map.remove("default");
     map.remove("$schema");
@@ -85,17 +115,17 @@ fn strict_in_place(schema: &mut Value) -> bool {
         map.get("additionalProperties"),
         Some(Value::Object(_) | Value::Bool(true))
     ) {
-        return false;
+        return unportable("a map with free keys (`additionalProperties`)");
     }
     if !["type", "anyOf", "oneOf", "allOf", "enum", "const"]
         .iter()
         .any(|k| map.contains_key(*k))
     {
-        return false;
+        return unportable("a value of any type (no `type`)");
     }
     // Tuples have no strict form.
     if map.contains_key("prefixItems") {
-        return false;
+        return unportable("a tuple (`prefixItems`)");
     }
     map.remove("minLength");
     map.remove("maxLength");
@@ -107,7 +137,6 @@ fn strict_in_place(schema: &mut Value) -> bool {
     {
         map.remove("format");
     }
-    let mut ok = true;
     let required: Vec<String> = match map.get("required") {
         Some(Value::Array(r)) => r
             .iter()
@@ -118,7 +147,12 @@ fn strict_in_place(schema: &mut Value) -> bool {
     if let Some(Value::Object(props)) = map.get_mut("properties") {
         let keys: Vec<Value> = props.keys().cloned().map(Value::String).collect();
         for (key, prop) in props.iter_mut() {
-            ok &= strict_in_place(prop);
+            let inner = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            strict_in_place(prop, &inner)?;
             if !required.contains(key) {
                 make_nullable(prop);
             }
@@ -130,15 +164,16 @@ fn strict_in_place(schema: &mut Value) -> bool {
         map.insert("required".into(), json!([]));
         map.insert("additionalProperties".into(), Value::Bool(false));
     }
-    for key in ["items", "not"] {
-        if let Some(sub) = map.get_mut(key) {
-            ok &= strict_in_place(sub);
-        }
+    if let Some(items) = map.get_mut("items") {
+        strict_in_place(items, &format!("{path}[]"))?;
+    }
+    if let Some(not) = map.get_mut("not") {
+        strict_in_place(not, path)?;
     }
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(subs)) = map.get_mut(key) {
             for sub in subs {
-                ok &= strict_in_place(sub);
+                strict_in_place(sub, path)?;
             }
         }
     }
@@ -146,7 +181,7 @@ fn strict_in_place(schema: &mut Value) -> bool {
     if let Some(one_of) = map.remove("oneOf") {
         map.insert("anyOf".into(), one_of);
     }
-    ok
+    Ok(())
 }
 
 const STRICT_FORMATS: [&str; 9] = [

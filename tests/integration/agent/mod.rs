@@ -28,6 +28,8 @@ mod replies;
 mod slash;
 // Tool rounds: results sent back, failures as results, disabled tools, state.
 mod tools;
+// Typed answers: the modes' round order, retries, partial values, refusals.
+mod typed;
 // `/undo` and `Agent::undo`: the last turn taken back.
 mod undo;
 

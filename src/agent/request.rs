@@ -1,0 +1,79 @@
+//! What one turn is given.
+
+use super::output::Output;
+
+/// What a turn is given: the user's text and, when wanted, who sent it and
+/// the shape of the answer. [`Agent::handle`](super::Agent::handle) and
+/// [`Agent::stream`](super::Agent::stream) take one, or just the text.
+///
+/// # Examples
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> ferrobot::Result<()> {
+/// use ferrobot::agent::{Output, TurnRequest};
+/// use ferrobot::{Agent, testing::MockProvider};
+///
+/// let agent = Agent::builder().provider(MockProvider::replying(r#"["red", "green"]"#)).build();
+/// let schema = serde_json::json!({"type": "array", "items": {"type": "string"}});
+/// let request = TurnRequest::new("two colours?")
+///     .user("alice")
+///     .output(Output::schema(schema).unwrap().mode(ferrobot::agent::OutputMode::Prompted));
+/// let reply = agent.handle("alice", request).await?;
+/// assert_eq!(reply.output, Some(serde_json::json!(["red", "green"])));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TurnRequest {
+    /// The user's message.
+    pub text: String,
+    /// Who sent it, when the front end knows: confirmation requests carry
+    /// it ([`ConfirmRequest::user`](crate::confirm::ConfirmRequest::user)),
+    /// so a chat bot can let only them answer.
+    pub user: Option<String>,
+    /// The shape the answer must have; `None` for the agent's own
+    /// ([`AgentBuilder::output`](super::AgentBuilder::output)), if any.
+    pub output: Option<Output>,
+}
+
+impl TurnRequest {
+    /// A turn for the message `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Says who sent the message.
+    #[must_use]
+    pub fn user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self
+    }
+
+    /// Asks for an answer of this shape; [`Reply::output`](super::Reply::output)
+    /// holds it.
+    #[must_use]
+    pub fn output(mut self, output: Output) -> Self {
+        self.output = Some(output);
+        self
+    }
+}
+
+impl From<&str> for TurnRequest {
+    fn from(text: &str) -> Self {
+        Self::new(text)
+    }
+}
+
+impl From<String> for TurnRequest {
+    fn from(text: String) -> Self {
+        Self::new(text)
+    }
+}
+
+impl From<&String> for TurnRequest {
+    fn from(text: &String) -> Self {
+        Self::new(text.as_str())
+    }
+}
