@@ -174,7 +174,7 @@ impl<'o> Typed<'o> {
                         value,
                         store: vec![
                             message.clone(),
-                            results(&calls, answer, true, "Answer received.".into()),
+                            results(&calls, answer, true, "Answer received."),
                         ],
                         text: arguments,
                     },
@@ -183,7 +183,7 @@ impl<'o> Typed<'o> {
                         let how = format!("Call `{}` again with a corrected answer.", spec.name);
                         let store = vec![
                             message.clone(),
-                            results(&calls, answer, false, correction(&problems, &how)),
+                            results(&calls, answer, false, &correction(&problems, &how)),
                         ];
                         if self.attempts > self.output.max_retries() {
                             Verdict::Fail(self.invalid(problems, arguments), store)
@@ -241,7 +241,7 @@ impl<'o> Typed<'o> {
 /// The results of a message whose call `answer` is the output tool's:
 /// `content` for it (a failure unless `accepted`); the other calls are not
 /// run, the answer having come.
-fn results(calls: &[&ToolCall], answer: &ToolCall, accepted: bool, content: String) -> Message {
+fn results(calls: &[&ToolCall], answer: &ToolCall, accepted: bool, content: &str) -> Message {
     let results = calls.iter().map(|call| {
         if call.id != answer.id {
             ToolResult::error(
@@ -249,9 +249,9 @@ fn results(calls: &[&ToolCall], answer: &ToolCall, accepted: bool, content: Stri
                 "Not run: the final answer came in the same message.",
             )
         } else if accepted {
-            ToolResult::ok(&call.id, content.clone())
+            ToolResult::ok(&call.id, content)
         } else {
-            ToolResult::error(&call.id, content.clone())
+            ToolResult::error(&call.id, content)
         }
     });
     Message::tool_results(results)

@@ -75,6 +75,9 @@ pub struct Output {
     retries: u32,
 }
 
+/// Reads a value into a Rust type, or says where it doesn't fit.
+type ReadInto = fn(&Value) -> Result<(), String>;
+
 struct Spec {
     /// The schema as given (or made from the type).
     schema: Value,
@@ -87,7 +90,7 @@ struct Spec {
     unportable: Option<String>,
     constraints: Constraints,
     /// Reads a value into the Rust type, for `Output::of`.
-    read: Option<fn(&Value) -> Result<(), String>>,
+    read: Option<ReadInto>,
 }
 
 impl fmt::Debug for Output {
@@ -185,7 +188,7 @@ impl Output {
         name: String,
         schema: Value,
         unportable: Option<String>,
-        read: Option<fn(&Value) -> Result<(), String>>,
+        read: Option<ReadInto>,
     ) -> Self {
         let wrapped = schema.get("type") != Some(&json!("object"));
         let sent = if wrapped {

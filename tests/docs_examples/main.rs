@@ -51,6 +51,8 @@ guides! {
     mod testing;
     // docs/tools.md: `#[tool]`, `from_fn`, the `Tool` trait, ready-made tools.
     mod tools;
+    // docs/typed-output.md: `extract`, `Output`, modes, retries, partial values.
+    mod typed_output;
 }
 
 /// Each line without its indentation, so a block nested in a function here

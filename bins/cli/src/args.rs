@@ -40,6 +40,11 @@ pub(crate) enum Command {
         /// One JSON object per event per line on stdout, for scripts.
         #[arg(long)]
         json: bool,
+        /// Answer with exactly one JSON value matching the JSON Schema in
+        /// this file, printed on stdout (exit 0), or say why not on stderr
+        /// (exit 1). Tools still run first.
+        #[arg(long, value_name = "FILE.json")]
+        output_schema: Option<std::path::PathBuf>,
         /// Approve tools that ask for confirmation (declined otherwise).
         #[arg(long)]
         yes: bool,

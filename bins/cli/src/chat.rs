@@ -12,7 +12,7 @@ use ferrobot_app::{LoadedConfig, ToolState, TurnTrace};
 use crate::agent_with;
 use crate::args::{ConversationArgs, conversation_id, fresh_conversation};
 use crate::logs::data_dir;
-use crate::turn::print_events;
+use crate::turn::{Shown, print_events};
 
 /// Reads lines for the chat on its own thread (the line editor blocks), for
 /// the prompt and for confirmation questions alike.
@@ -123,8 +123,11 @@ pub(crate) async fn chat(
             loaded,
             &mut events,
             TurnTrace::new(&conversation, line),
-            false,
-            show_reasoning,
+            Shown {
+                json: false,
+                typed: false,
+                reasoning: show_reasoning,
+            },
         )
         .await;
         interrupt.abort();

@@ -40,7 +40,7 @@ use crate::chat::chat;
 use crate::commands::{config_check, doctor, switch, tools};
 use crate::history::history;
 use crate::logs::logging;
-use crate::turn::run;
+use crate::turn::{Print, run};
 
 const EXIT_TURN_FAILED: u8 = 1;
 const EXIT_CONFIG: u8 = 2;
@@ -61,9 +61,19 @@ async fn main() -> ExitCode {
         Some(Command::Run {
             prompt,
             json,
+            output_schema,
             yes,
             conversation,
-        }) => run(&loaded, &prompt, json, yes, &conversation).await,
+        }) => {
+            run(
+                &loaded,
+                &prompt,
+                Print { json, output_schema },
+                yes,
+                &conversation,
+            )
+            .await
+        }
         Some(Command::Doctor) => doctor(&loaded).await,
         Some(Command::Tools) => tools(&loaded),
         Some(Command::Enable { name }) => switch(&loaded, &name, true),

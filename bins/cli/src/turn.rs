@@ -5,8 +5,9 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use ferrobot::agent::{Status, ToolOutcome};
-use ferrobot::{Agent, AgentEvent};
+use anyhow::Context as _;
+use ferrobot::agent::{Output, Status, ToolOutcome, TurnRequest};
+use ferrobot::AgentEvent;
 use ferrobot_app::{LoadedConfig, TurnTrace, append_trace};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -15,34 +16,58 @@ use crate::args::{ConversationArgs, conversation_id};
 use crate::logs::traces_path;
 use crate::{EXIT_TURN_FAILED, agent, render};
 
+
+/// How `run` prints: `--json`, `--output-schema`.
+#[derive(Debug)]
+pub(crate) struct Print {
+    pub(crate) json: bool,
+    pub(crate) output_schema: Option<std::path::PathBuf>,
+}
+
 /// One turn, printed as it streams.
 pub(crate) async fn run(
     loaded: &LoadedConfig,
     prompt: &str,
-    json: bool,
+    print: Print,
     yes: bool,
     args: &ConversationArgs,
 ) -> anyhow::Result<ExitCode> {
+    let mut request = TurnRequest::new(prompt);
+    if let Some(path) = &print.output_schema {
+        request = request.output(output_schema(path)?);
+    }
     let agent = agent(loaded, yes).await?;
-    Ok(turn(loaded, &agent, &conversation_id(args), prompt, json).await)
-}
-
-async fn turn(
-    loaded: &LoadedConfig,
-    agent: &Agent,
-    conversation: &str,
-    prompt: &str,
-    json: bool,
-) -> ExitCode {
-    let mut events = agent.stream(conversation, prompt);
-    print_events(
+    let conversation = conversation_id(args);
+    let typed = request.output.is_some();
+    let mut events = agent.stream(&conversation, request);
+    Ok(print_events(
         loaded,
         &mut events,
-        TurnTrace::new(conversation, prompt),
-        json,
-        true,
+        TurnTrace::new(&conversation, prompt),
+        Shown { json: print.json, typed, reasoning: true },
     )
-    .await
+    .await)
+}
+
+/// The typed answer `--output-schema FILE` asks for.
+fn output_schema(path: &std::path::Path) -> anyhow::Result<Output> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read the output schema {shown}"))?;
+    let schema = serde_json::from_str(&text)
+        .with_context(|| format!("the output schema {shown} is not JSON"))?;
+    Output::schema(schema).with_context(|| format!("in {shown}"))
+}
+
+/// What of a turn is printed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shown {
+    /// One JSON object per event.
+    pub(crate) json: bool,
+    /// A typed answer: only its value goes to stdout, once it is checked.
+    pub(crate) typed: bool,
+    /// The model's reasoning, at a terminal.
+    pub(crate) reasoning: bool,
 }
 
 /// Prints a turn's events as they come: text on stdout, tool calls on stderr.
@@ -51,13 +76,17 @@ pub(crate) async fn print_events(
     loaded: &LoadedConfig,
     events: &mut ferrobot::TurnStream,
     mut trace: TurnTrace,
-    json: bool,
-    show_reasoning: bool,
+    shown: Shown,
 ) -> ExitCode {
+    let Shown {
+        json,
+        typed,
+        reasoning: show_reasoning,
+    } = shown;
     use std::io::IsTerminal as _;
     // Markdown and the spinner only for a person at a terminal; scripts and
     // pipes get plain text.
-    let terminal = !json && std::io::stdout().is_terminal();
+    let terminal = !json && !typed && std::io::stdout().is_terminal();
     let spinner = terminal.then(render::Spinner::start);
     let clear = || {
         if let Some(spinner) = &spinner {
@@ -86,6 +115,12 @@ pub(crate) async fn print_events(
                     }
                 }
                 None
+            }
+            // A typed answer is printed once it is checked, and only it.
+            Ok(AgentEvent::TextDelta(_) | AgentEvent::RefusalDelta(_)) if typed => None,
+            Ok(AgentEvent::Done(reply)) if typed => {
+                clear();
+                reply.output.map(|value| json!(value))
             }
             Ok(AgentEvent::TextDelta(text) | AgentEvent::RefusalDelta(text)) => {
                 clear();
@@ -185,9 +220,10 @@ fn json_event(event: &AgentEvent) -> Option<serde_json::Value> {
             "type": "usage", "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "reasoning_tokens": usage.reasoning_tokens, "cached_tokens": usage.cached_tokens,
         }),
-        AgentEvent::Done(reply) => {
-            json!({"type": "done", "text": reply.text, "is_refusal": reply.is_refusal})
-        }
+        AgentEvent::PartialOutput(value) => json!({"type": "partial_output", "value": value}),
+        AgentEvent::Done(reply) => json!({
+            "type": "done", "text": reply.text, "is_refusal": reply.is_refusal, "output": reply.output,
+        }),
         _ => return None,
     })
 }

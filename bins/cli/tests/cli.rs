@@ -168,6 +168,94 @@ async fn run_json_prints_one_event_per_line() {
     assert_eq!(events[3]["input_tokens"], 3);
 }
 
+/// Writes `schema` to a file in `home`, for `--output-schema`.
+fn schema_file(home: &Home, schema: &serde_json::Value) -> String {
+    let path = home.path().join("schema.json");
+    std::fs::write(&path, schema.to_string()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// A schema with nested objects, arrays, enums and integer ranges.
+fn forecast_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "sky": {"enum": ["sunny", "cloudy", "rain"]},
+                    "celsius": {"type": "integer", "minimum": -30, "maximum": 45}
+                },
+                "required": ["sky", "celsius"]
+            }, "minItems": 1, "maxItems": 3}
+        },
+        "required": ["city", "days"]
+    })
+}
+
+#[tokio::test]
+async fn run_output_schema_prints_one_checked_json_value() {
+    let home = Home::new("cli-typed");
+    let answer = r#"{"city": "Oslo", "days": [{"sky": "rain", "celsius": 7}]}"#;
+    // Tools are offered first; the typed answer is asked for without them.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(move |request: &wiremock::Request| {
+            let body = String::from_utf8_lossy(&request.body);
+            let sse = if body.contains("response_format") {
+                text_sse(answer)
+            } else {
+                text_sse("Rain all day, 7 degrees.")
+            };
+            ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")
+        })
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    let schema = schema_file(&home, &forecast_schema());
+    let output = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "--output-schema", &schema, "Oslo?"],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(printed, serde_json::from_str::<serde_json::Value>(answer).unwrap());
+    assert_eq!(stdout(&output).lines().count(), 1);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "a tool round, then the typed answer");
+    let first: serde_json::Value = requests[0].body_json().unwrap();
+    let last: serde_json::Value = requests[1].body_json().unwrap();
+    assert!(first.get("tools").is_some() && first.get("response_format").is_none());
+    assert!(last.get("tools").is_none());
+    assert_eq!(last["response_format"]["json_schema"]["strict"], true);
+}
+
+#[tokio::test]
+async fn run_output_schema_says_why_no_answer_fits_and_exits_1() {
+    let home = Home::new("cli-typed-bad");
+    let server = llm(vec![text_sse(r#"{"city": "Oslo"}"#); 4]).await;
+    let url = format!("{}/v1", server.uri());
+    let schema = schema_file(&home, &forecast_schema());
+    let output = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "--output-schema", &schema, "Oslo?"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert_eq!(stdout(&output), "");
+    assert!(stderr(&output).contains("`days` is missing"), "{}", stderr(&output));
+
+    let map = serde_json::json!({"type": "object", "additionalProperties": {"type": "integer"}});
+    let unportable = schema_file(&home, &map);
+    let refused = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "--output-schema", &unportable, "x"],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("a map with free keys"), "{}", stderr(&refused));
+}
+
 #[tokio::test]
 async fn an_unreachable_server_is_a_friendly_error_and_exit_code_1() {
     let home = Home::new("cli-down");
@@ -547,6 +635,48 @@ fn run_against_a_real_llama_cpp_server() {
         done["text"].as_str().unwrap().trim(),
         "The weather is sunny."
     );
+}
+
+/// `--output-schema` against the real llama.cpp server: its grammar keeps
+/// the tiny model's answer inside a schema with nested objects, arrays,
+/// enums and integer ranges; the tool round comes first.
+#[test]
+fn run_output_schema_against_a_real_llama_cpp_server() {
+    let Some(server) = ferrobot_testkit::realserver::RealServer::shared() else {
+        return;
+    };
+    let home = Home::new("cli-real-typed");
+    let schema = schema_file(&home, &forecast_schema());
+    let base = ["--base-url", &server.base_url(), "--model", server.model(), "run"];
+    let output = ferrobot(&home, &[&base[..], &["--json", "--output-schema", &schema, "how is the machine?"]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let events: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let (call, done) = (
+        kinds.iter().position(|k| *k == "tool_call"),
+        kinds.iter().position(|k| *k == "done"),
+    );
+    assert!(call.is_some() && call < done, "{kinds:?}");
+    let value = &events[done.unwrap()]["output"];
+    assert_fits_forecast(value);
+
+    // Without --json: exactly one JSON value on stdout.
+    let plain = ferrobot(&home, &[&base[..], &["--new", "--output-schema", &schema, "and Oslo?"]].concat());
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    assert_fits_forecast(&serde_json::from_str(&stdout(&plain)).unwrap());
+}
+
+fn assert_fits_forecast(value: &serde_json::Value) {
+    assert!(value["city"].is_string(), "{value}");
+    let days = value["days"].as_array().unwrap();
+    assert!((1..=3).contains(&days.len()), "{value}");
+    for day in days {
+        assert!(["sunny", "cloudy", "rain"].contains(&day["sky"].as_str().unwrap()), "{value}");
+        assert!((-30..=45).contains(&day["celsius"].as_i64().unwrap()), "{value}");
+    }
 }
 
 #[tokio::test]
