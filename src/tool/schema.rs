@@ -73,6 +73,17 @@ pub fn openai_strict(schema: &Value) -> Option<Value> {
     strict_in_place(&mut schema).then_some(schema)
 }
 
+/// [`openai_strict`]'s form where it can be expressed, else `schema` as it
+/// is; and whether it's the strict one, for the `"strict"` flag that goes
+/// with it.
+#[cfg(any(feature = "openai", feature = "responses"))]
+pub(crate) fn openai_strict_or_plain(schema: &Value) -> (std::borrow::Cow<'_, Value>, bool) {
+    match openai_strict(schema) {
+        Some(strict) => (std::borrow::Cow::Owned(strict), true),
+        None => (std::borrow::Cow::Borrowed(schema), false),
+    }
+}
+
 fn strict_in_place(schema: &mut Value) -> bool {
     let Value::Object(map) = schema else {
         return true;
