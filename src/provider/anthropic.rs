@@ -24,6 +24,12 @@ const REDACTED: &str = "anthropic:redacted";
 /// `message_start` and `message_delta`, and `overloaded_error` retried like
 /// a 529. The setters every dialect shares are [`Http`]'s.
 ///
+/// The Messages API has no native structured output here
+/// ([`Provider::native_output`](super::Provider::native_output) is false):
+/// typed answers use an output tool, and a request asking for
+/// [`ChatRequest::output`] anyway fails with
+/// [`ProviderError::InvalidRequest`], before anything is sent.
+///
 /// # Examples
 /// ```
 /// use ferrobot::provider::Anthropic;
@@ -57,7 +63,10 @@ impl Http<Messages> {
         Self::with_dialect(base_url, Messages::default())
     }
 
-    /// Turns on extended thinking with this token budget. By default, off.
+    /// Turns on extended thinking with this token budget. The API then
+    /// refuses forced tool use, so [`ToolChoice::Required`] and
+    /// [`ToolChoice::Tool`] are sent as `auto`: the model may answer in
+    /// text. By default, off.
     #[must_use]
     pub fn thinking(self, budget_tokens: u32) -> Self {
         self.with(|d| d.thinking = Some(budget_tokens))
@@ -107,8 +116,8 @@ impl Dialect for Messages {
                 .collect();
             // Described even when withdrawn: Anthropic refuses a
             // conversation holding tool calls without them.
-            if *request.tool_choice == ToolChoice::None {
-                body["tool_choice"] = json!({"type": "none"});
+            if let Some(choice) = tool_choice(request.tool_choice, self.thinking.is_some()) {
+                body["tool_choice"] = choice;
             }
         }
         if let Some(temperature) = request
@@ -154,6 +163,36 @@ impl Dialect for Messages {
                     max_output: tokens("max_tokens"),
                 }))
         })
+    }
+}
+
+/// `tool_choice` as the Messages API says it, every tool being described:
+/// `none`, `any` (some tool), or `tool` with its name; nothing for `auto`,
+/// the default.
+///
+/// With extended thinking on, a forced choice (`any`, `tool`) is sent as
+/// `auto`: the API refuses forced tool use with the manual thinking this
+/// dialect sends, `{"type": "enabled"}` (an error, "Thinking may not be
+/// enabled when `tool_choice` forces tool use"; see
+/// <https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#extended-thinking-with-tool-use>),
+/// so the model is offered the tools and may answer in text instead. Two
+/// alternatives were rejected. Turning thinking off for the request: a
+/// tool-use loop is one assistant turn, which must keep one thinking
+/// configuration, and a forced choice may come in the middle of one (an
+/// output tool asked for after tool rounds), so the API would refuse that
+/// too, and `thinking(…)` would quietly not hold. Failing the request:
+/// typed answers use an output tool on this dialect, so thinking and typed
+/// answers could never go together.
+fn tool_choice(choice: &ToolChoice, thinking: bool) -> Option<Value> {
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(json!({"type": "none"})),
+        ToolChoice::Required | ToolChoice::Tool(_) if thinking => {
+            tracing::debug!("a forced tool choice is sent as `auto`: thinking is on");
+            Some(json!({"type": "auto"}))
+        }
+        ToolChoice::Required => Some(json!({"type": "any"})),
+        ToolChoice::Tool(name) => Some(json!({"type": "tool", "name": name})),
     }
 }
 

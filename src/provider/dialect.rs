@@ -23,6 +23,7 @@ use super::http::{redact, retried};
 use super::observe::Observe;
 use super::{
     ChatRequest, ContextWindow, EventStream, Health, Provider, ProviderError, RetryPolicy,
+    ToolChoice,
 };
 
 #[cfg(feature = "anthropic")]
@@ -62,8 +63,10 @@ pub trait Dialect: Clone + fmt::Debug + Send + Sync + 'static {
     const KEY_HEADER: KeyHeader = KeyHeader::Bearer;
 
     /// Whether [`body`](Self::body) asks the server for
-    /// [`ChatRequest::output`]: [`Provider::native_output`]. By default,
-    /// false.
+    /// [`ChatRequest::output`]: [`Provider::native_output`]. While it's
+    /// false, [`Http`] refuses a request asking for one with
+    /// [`ProviderError::InvalidRequest`] before `body` is called. By
+    /// default, false.
     const NATIVE_OUTPUT: bool = false;
 
     /// The URL a chat request is sent to (`POST`), e.g. `{base_url}/chat/completions`.
@@ -74,7 +77,10 @@ pub trait Dialect: Clone + fmt::Debug + Send + Sync + 'static {
     const HEADERS: &'static [(&'static str, &'static str)] = &[];
 
     /// The JSON body of a chat request; [`encode`] writes a value. Sent again
-    /// unchanged on retries. The endpoint's model is set.
+    /// unchanged on retries. The endpoint's model is set, and [`Http`] has
+    /// checked the request: [`ToolChoice::Required`] comes with tools,
+    /// [`ToolChoice::Tool`] names one of them, and [`ChatRequest::output`]
+    /// is set only where [`NATIVE_OUTPUT`](Self::NATIVE_OUTPUT) is true.
     ///
     /// # Errors
     /// When the request can't be written in this dialect.
@@ -295,11 +301,47 @@ impl<D: Dialect> Http<D> {
     }
 }
 
+/// Refuses, before anything is sent, a request no body of `D` can say
+/// right: a structured answer from a dialect without
+/// [`NATIVE_OUTPUT`](Dialect::NATIVE_OUTPUT) (its body would leave it out,
+/// and the answer would come back unconstrained), or a forced tool call
+/// with nothing to call (servers answer 400, or, like Ollama's, quietly
+/// answer in text).
+fn sendable<D: Dialect>(request: &ChatRequest<'_>) -> Result<(), ProviderError> {
+    let invalid = |message: String| {
+        Err(ProviderError::InvalidRequest {
+            provider: D::NAME.to_owned(),
+            message,
+        })
+    };
+    if request.output.is_some() && !D::NATIVE_OUTPUT {
+        return invalid(
+            "this dialect has no native structured output in ferrobot; typed answers \
+             use an output tool (ask for `ChatRequest::output` only where \
+             `Provider::native_output` is true)"
+                .to_owned(),
+        );
+    }
+    match request.tool_choice {
+        ToolChoice::Required if request.tools.is_empty() => invalid(
+            "the tool choice requires a tool call, but the request describes no tools: \
+             give it tools, or choose `ToolChoice::Auto`"
+                .to_owned(),
+        ),
+        ToolChoice::Tool(name) if request.callable_tools().is_empty() => invalid(format!(
+            "the tool choice names `{name}`, which isn't among the request's tools: \
+             describe it in `ChatRequest::tools`, or name another"
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl<D: Dialect> Provider for Http<D> {
     fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
         let body = self
             .endpoint
             .require_model(D::EXAMPLE_MODEL)
+            .and_then(|()| sendable::<D>(&request))
             .and_then(|()| self.dialect.body(&self.endpoint, &request))
             .map(Bytes::from);
         retried(body, self.endpoint.retry(), request.cancel, |body| {

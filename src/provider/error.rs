@@ -63,6 +63,21 @@ pub enum ProviderError {
     /// The provider is misconfigured (bad URL, missing key, …).
     #[error("invalid provider configuration: {0}")]
     Config(String),
+    /// The request asks for what this provider can't send: a native
+    /// structured answer ([`ChatRequest::output`](super::ChatRequest::output))
+    /// where [`Provider::native_output`](super::Provider::native_output) is
+    /// false, or a forced tool call with nothing to call (a
+    /// [`ToolChoice::Tool`](super::ToolChoice::Tool) naming a tool the
+    /// request doesn't describe, [`ToolChoice::Required`](super::ToolChoice::Required)
+    /// without tools). Nothing was sent; sending it again won't help, and
+    /// the message says what to change.
+    #[error("{provider} can't send this request: {message}")]
+    InvalidRequest {
+        /// The provider's [name](super::Provider::name), e.g. `"anthropic"`.
+        provider: String,
+        /// What is wrong with the request, and what to do instead.
+        message: String,
+    },
     /// Any other failure, for providers written outside ferrobot.
     #[error(transparent)]
     Other(BoxError),

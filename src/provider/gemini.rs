@@ -65,6 +65,18 @@ impl Http<GenerateContent> {
     }
 }
 
+/// `toolConfig.functionCallingConfig`, every tool being declared: mode
+/// `NONE`, or `ANY` (some function), with `allowedFunctionNames` for the
+/// one to call; nothing for `AUTO`, the default.
+fn function_calling(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(json!({"mode": "NONE"})),
+        ToolChoice::Required => Some(json!({"mode": "ANY"})),
+        ToolChoice::Tool(name) => Some(json!({"mode": "ANY", "allowedFunctionNames": [name]})),
+    }
+}
+
 /// The model's own URL, `{base}/v1beta/models/{model}`.
 fn model_url(endpoint: &Endpoint) -> String {
     format!("{}/v1beta/models/{}", endpoint.base_url(), endpoint.model())
@@ -74,6 +86,8 @@ impl Dialect for GenerateContent {
     type Decoder = Decoder;
     const NAME: &'static str = "gemini";
     const EXAMPLE_MODEL: &'static str = "gemini-2.5-flash";
+    /// `responseMimeType` with a `responseSchema` in Gemini's subset.
+    const NATIVE_OUTPUT: bool = true;
     const KEY_HEADER: KeyHeader = KeyHeader::Named("x-goog-api-key");
 
     fn chat_url(&self, endpoint: &Endpoint) -> String {
@@ -96,8 +110,8 @@ impl Dialect for GenerateContent {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": schema::gemini(&t.parameters)}))
                 .collect();
             body["tools"] = json!([{ "functionDeclarations": declarations }]);
-            if *request.tool_choice == ToolChoice::None {
-                body["toolConfig"] = json!({"functionCallingConfig": {"mode": "NONE"}});
+            if let Some(config) = function_calling(request.tool_choice) {
+                body["toolConfig"] = json!({ "functionCallingConfig": config });
             }
         }
         let mut config = serde_json::Map::new();
@@ -112,6 +126,13 @@ impl Dialect for GenerateContent {
                 "thinkingConfig".into(),
                 json!({"includeThoughts": true, "thinkingBudget": budget}),
             );
+        }
+        if let Some(output) = request.output {
+            // Gemini 2.x refuses this beside function declarations ("Function
+            // calling with a response mime type: 'application/json' is
+            // unsupported"); Gemini 3 takes both.
+            config.insert("responseMimeType".into(), json!("application/json"));
+            config.insert("responseSchema".into(), schema::gemini(&output.schema));
         }
         if !config.is_empty() {
             body["generationConfig"] = Value::Object(config);

@@ -115,7 +115,10 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// Respect [`ChatRequest::tool_choice`]: under [`ToolChoice::None`] the
     /// model must not be offered tools to call (send
     /// [`callable_tools`](ChatRequest::callable_tools), or tell the server
-    /// not to call any).
+    /// not to call any); under [`ToolChoice::Required`] and
+    /// [`ToolChoice::Tool`] tell the server the model must call one, where
+    /// it can be told. Ask for [`ChatRequest::output`] where
+    /// [`native_output`](Provider::native_output) is true.
     fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a>;
 
     /// Probes the endpoint: is it reachable, does it serve the configured model,
@@ -242,10 +245,16 @@ pub enum ToolChoice {
     /// send no tools at all ([`ChatRequest::callable_tools`]).
     None,
     /// The model must call at least one of the tools. Ollama's native API
-    /// can't say so: there the model is only offered the tools.
+    /// can't say so: there the model is only offered the tools. Nor can
+    /// Anthropic's with extended thinking on, which refuses forced tool use:
+    /// there the model may call them (`auto`). The HTTP dialects refuse it
+    /// for a request describing no tools ([`ProviderError::InvalidRequest`]).
     Required,
     /// The model must call this tool. A dialect whose server can't name one
-    /// offers only that tool under [`Required`](Self::Required).
+    /// offers only that tool under [`Required`](Self::Required), and
+    /// Anthropic's with extended thinking on offers the tools under
+    /// [`Auto`](Self::Auto), as for `Required`. The HTTP dialects refuse a
+    /// name the request doesn't describe ([`ProviderError::InvalidRequest`]).
     Tool(String),
 }
 
@@ -294,6 +303,24 @@ impl OutputFormat {
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
+    }
+
+    /// The fields of `OpenAI`'s `json_schema` format: `name`, `description`
+    /// (if any), `schema` in the strict form where it can be expressed (as
+    /// for `strict_tools`), else as it is, and `strict` saying which. Chat
+    /// completions nests them under `response_format.json_schema`; Responses
+    /// puts them beside `type` in `text.format`.
+    #[cfg(any(feature = "openai", feature = "responses"))]
+    pub(crate) fn openai_json_schema(&self) -> serde_json::Map<String, serde_json::Value> {
+        let (schema, strict) = crate::tool::schema::openai_strict_or_plain(&self.schema);
+        let mut format = serde_json::Map::new();
+        format.insert("name".into(), self.name.clone().into());
+        if let Some(description) = &self.description {
+            format.insert("description".into(), description.clone().into());
+        }
+        format.insert("schema".into(), schema.into_owned());
+        format.insert("strict".into(), strict.into());
+        format
     }
 }
 
@@ -386,10 +413,21 @@ impl<'a> ChatRequest<'a> {
     /// use ferrobot::{Message, ToolSpec};
     /// use ferrobot::provider::{ChatRequest, ToolChoice};
     /// let messages = [Message::user("hi")];
-    /// let tools = [ToolSpec::new("ping", "Ping.", serde_json::json!({"type": "object"}))];
+    /// let tools = [
+    ///     ToolSpec::new("ping", "Ping.", serde_json::json!({"type": "object"})),
+    ///     ToolSpec::new("pong", "Pong.", serde_json::json!({"type": "object"})),
+    /// ];
     /// let request = ChatRequest::new(&messages).tools(&tools);
-    /// assert_eq!(request.callable_tools().len(), 1);
+    /// assert_eq!(request.callable_tools().len(), 2);
+    /// assert_eq!(request.tool_choice(&ToolChoice::Required).callable_tools().len(), 2);
     /// assert!(request.tool_choice(&ToolChoice::None).callable_tools().is_empty());
+    ///
+    /// let pong = ToolChoice::Tool("pong".into());
+    /// let named = request.tool_choice(&pong).callable_tools();
+    /// assert_eq!(named.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["pong"]);
+    /// // A name the request doesn't describe leaves nothing to call.
+    /// let missing = ToolChoice::Tool("pang".into());
+    /// assert!(request.tool_choice(&missing).callable_tools().is_empty());
     /// ```
     pub fn callable_tools(&self) -> &'a [ToolSpec] {
         match self.tool_choice {

@@ -18,6 +18,12 @@ use crate::message::{Message, Part, Role, Usage};
 /// `options` (as `temperature` and `num_predict`), and a key, for an Ollama
 /// behind a proxy, as `Authorization: Bearer`.
 ///
+/// The API has no tool choice: under
+/// [`ToolChoice::Required`](super::ToolChoice::Required) the model is only
+/// offered the tools, and under [`ToolChoice::Tool`](super::ToolChoice::Tool)
+/// only that one; it may answer in text either way. A structured answer
+/// ([`ChatRequest::output`]) goes as `format`, the answer's JSON Schema.
+///
 /// Ollama also serves the OpenAI-compatible API at `/v1`
 /// ([`OpenAiCompatible`](super::OpenAiCompatible)); the native one reports
 /// thinking and usage more fully.
@@ -64,6 +70,8 @@ impl Dialect for OllamaChat {
     type Decoder = Decoder;
     const NAME: &'static str = "ollama";
     const EXAMPLE_MODEL: &'static str = "qwen3:8b";
+    /// `format` with the answer's JSON Schema.
+    const NATIVE_OUTPUT: bool = true;
 
     fn chat_url(&self, endpoint: &Endpoint) -> String {
         format!("{}/api/chat", endpoint.base_url())
@@ -84,11 +92,14 @@ impl Dialect for OllamaChat {
         encode(&RequestBody {
             model: endpoint.model(),
             messages: messages(request.system, request.messages),
+            // No `tool_choice` in this API: a forced choice is only the
+            // tools on offer (see `Ollama`).
             tools: request
                 .callable_tools()
                 .iter()
                 .map(|spec| json!({"type": "function", "function": spec}))
                 .collect(),
+            format: request.output.map(|output| &output.schema),
             stream: true,
             think: self.think,
             options: (!options.is_empty()).then_some(options),
@@ -183,6 +194,9 @@ struct RequestBody<'a> {
     messages: Vec<Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
+    /// A JSON Schema the answer must match: structured outputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a Value>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     think: Option<bool>,

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use super::dialect::{Decode, Dialect, Endpoint, Events, Http, encode, json};
 use super::{
     ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
+    ToolChoice,
 };
 use crate::message::{Message, Part, Role, Usage};
 
@@ -57,6 +58,8 @@ impl Dialect for Responses {
     type Decoder = Decoder;
     const NAME: &'static str = "openai-responses";
     const EXAMPLE_MODEL: &'static str = "gpt-5-mini";
+    /// `text.format` with a `json_schema`: structured outputs.
+    const NATIVE_OUTPUT: bool = true;
 
     fn chat_url(&self, endpoint: &Endpoint) -> String {
         format!("{}/responses", endpoint.base_url())
@@ -83,6 +86,14 @@ impl Dialect for Responses {
                 .iter()
                 .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}))
                 .collect();
+        }
+        if let Some(choice) = tool_choice(request.tool_choice) {
+            body["tool_choice"] = choice;
+        }
+        if let Some(output) = request.output {
+            let mut format = output.openai_json_schema();
+            format.insert("type".into(), json!("json_schema"));
+            body["text"] = json!({ "format": format });
         }
         if let Some(temperature) = request.settings.temperature.or(endpoint.temperature()) {
             body["temperature"] = json!(temperature);
@@ -114,6 +125,18 @@ impl Dialect for Responses {
         endpoint: &'a Endpoint,
     ) -> BoxFuture<'a, Result<Option<ContextWindow>, ProviderError>> {
         Box::pin(super::window::openai_compatible(endpoint))
+    }
+}
+
+/// `tool_choice` as the Responses API says it, where it says more than the
+/// tools sent: `"required"`, or the one function to call (flat, unlike chat
+/// completions' `function.name`). Under [`ToolChoice::None`] no tools are
+/// sent ([`ChatRequest::callable_tools`]).
+fn tool_choice(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::Required => Some(json!("required")),
+        ToolChoice::Tool(name) => Some(json!({"type": "function", "name": name})),
+        ToolChoice::Auto | ToolChoice::None => None,
     }
 }
 

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::message::{Message, ToolSpec, Usage};
 use crate::provider::{
-    ChatRequest, ContextWindow, EventStream, FinishReason, Health, ModelSettings, Provider,
-    ProviderError, StreamEvent, ToolCallDelta, ToolChoice,
+    ChatRequest, ContextWindow, EventStream, FinishReason, Health, ModelSettings, OutputFormat,
+    Provider, ProviderError, StreamEvent, ToolCallDelta, ToolChoice,
 };
 
 /// A [`Provider`] that answers from a script, records every request, and
@@ -52,6 +52,8 @@ pub struct MockProvider {
     inner: Arc<MockInner>,
     /// What [`Provider::context_window`] answers.
     window: Option<ContextWindow>,
+    /// What [`Provider::native_output`] answers.
+    native_output: bool,
 }
 
 type Responder = dyn Fn(&RecordedRequest) -> MockTurn + Send + Sync;
@@ -118,6 +120,7 @@ impl MockProvider {
                 requests: Mutex::new(Vec::new()),
             }),
             window: None,
+            native_output: false,
         }
     }
 
@@ -138,6 +141,26 @@ impl MockProvider {
     #[must_use]
     pub fn with_context_window(mut self, window: ContextWindow) -> Self {
         self.window = Some(window);
+        self
+    }
+
+    /// Says whether the mock's "server" takes a structured answer
+    /// ([`ChatRequest::output`]): what [`Provider::native_output`] answers
+    /// (by default, false), for testing code that asks for one where it can
+    /// and uses an output tool where it can't. The format asked for is in
+    /// [`RecordedRequest::output`]; the answer is still the script's.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::provider::Provider;
+    /// use ferrobot::testing::MockProvider;
+    /// assert!(!MockProvider::replying("{}").native_output());
+    /// let mock = MockProvider::replying("{\"total\": 3}").with_native_output(true);
+    /// assert!(mock.native_output());
+    /// ```
+    #[must_use]
+    pub fn with_native_output(mut self, native: bool) -> Self {
+        self.native_output = native;
         self
     }
 
@@ -171,6 +194,7 @@ impl Provider for MockProvider {
             messages: request.messages.to_vec(),
             tools: request.tools.to_vec(),
             tool_choice: request.tool_choice.clone(),
+            output: request.output.cloned(),
             settings: request.settings.clone(),
         };
         let scripted = lock(&self.inner.script).pop_front();
@@ -204,6 +228,10 @@ impl Provider for MockProvider {
         Box::pin(async move { Ok(window) })
     }
 
+    fn native_output(&self) -> bool {
+        self.native_output
+    }
+
     fn name(&self) -> &str {
         "mock"
     }
@@ -226,6 +254,12 @@ pub struct RecordedRequest {
     /// Whether the model could call them: [`ToolChoice::None`] once they are
     /// withdrawn for a last answer, and for summaries.
     pub tool_choice: ToolChoice,
+    /// The structured answer asked of the server, if any
+    /// ([`ChatRequest::output`]). Code that heeds
+    /// [`Provider::native_output`] asks one only of a mock
+    /// [`with_native_output(true)`](MockProvider::with_native_output); the
+    /// mock records it either way.
+    pub output: Option<OutputFormat>,
     /// The settings sent.
     pub settings: ModelSettings,
 }
@@ -421,4 +455,38 @@ fn split(text: &str, chars: usize) -> impl Iterator<Item = String> + '_ {
         rest = tail;
         Some(piece.to_owned())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_tool_choice_and_the_structured_answer_asked_for_are_recorded() {
+        let mock = MockProvider::replying("{}").with_native_output(true);
+        assert!(mock.native_output());
+        let messages = [Message::user("hi")];
+        let tools = [ToolSpec::new(
+            "ping",
+            "Ping.",
+            serde_json::json!({"type": "object"}),
+        )];
+        let choice = ToolChoice::Tool("ping".into());
+        let format = OutputFormat::new("answer", serde_json::json!({"type": "object"}));
+        let request = ChatRequest::new(&messages)
+            .tools(&tools)
+            .tool_choice(&choice)
+            .output(Some(&format));
+        let events: Vec<_> = mock.stream(request).collect().await;
+        assert!(events.iter().all(Result::is_ok));
+        let recorded = &mock.requests()[0];
+        assert_eq!(recorded.tool_choice, choice);
+        assert_eq!(recorded.output.as_ref(), Some(&format));
+        // A plain request records none.
+        drop(mock.stream(ChatRequest::new(&messages)));
+        assert_eq!(mock.requests()[1].output, None);
+        assert!(!MockProvider::new().native_output());
+    }
 }

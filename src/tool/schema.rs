@@ -94,6 +94,17 @@ pub fn strict(schema: &Value) -> Result<Value, String> {
     strict_in_place(&mut schema, "").map(|()| schema)
 }
 
+/// [`openai_strict`]'s form where it can be expressed, else `schema` as it
+/// is; and whether it's the strict one, for the `"strict"` flag that goes
+/// with it.
+#[cfg(any(feature = "openai", feature = "responses"))]
+pub(crate) fn openai_strict_or_plain(schema: &Value) -> (std::borrow::Cow<'_, Value>, bool) {
+    match openai_strict(schema) {
+        Some(strict) => (std::borrow::Cow::Owned(strict), true),
+        None => (std::borrow::Cow::Borrowed(schema), false),
+    }
+}
+
 /// `path` is where `schema` is, for the error: "" at the top, else
 /// `a.b[]`.
 fn strict_in_place(schema: &mut Value, path: &str) -> Result<(), String> {

@@ -1,13 +1,18 @@
 //! `Anthropic`, the Messages API, over loopback HTTP.
 
-use ferrobot::provider::{Anthropic, FinishReason, RetryPolicy};
+use ferrobot::provider::{
+    Anthropic, ChatRequest, FinishReason, Provider, ProviderError, RetryPolicy, ToolChoice,
+};
 use ferrobot::tool::from_fn;
 use ferrobot::{Agent, Message, Part};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, bodies, last_round_bodies, recordings};
+use crate::support::{
+    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
+    weather_tools,
+};
 
 fn client(server: &MockServer) -> Anthropic {
     Anthropic::with_base_url(server.uri())
@@ -286,4 +291,93 @@ async fn overloaded_is_retried_and_only_anthropics_own_blocks_go_back() {
         "foreign reasoning and blocks are dropped; Anthropic's own server blocks go back"
     );
     assert_eq!(body["max_tokens"], 4096);
+}
+
+/// A loopback server answering every request with the text `text`.
+async fn answering(text: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(sse(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 9, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": text}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}),
+            json!({"type": "message_stop"}),
+        ]))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// `{"type": "any"}`, and `{"type": "tool", "name": …}`, every tool still
+/// described. The shared corpus has no forced-tool recordings of the
+/// Messages API (its requests say `auto`), so these bodies are written from
+/// Anthropic's documented wire format.
+#[tokio::test]
+async fn forced_tool_choices_are_sent_as_the_messages_api_says_them() {
+    let server = answering("ok").await;
+    let provider = client(&server);
+    let required = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Required,
+        None,
+    )
+    .await;
+    insta::assert_json_snapshot!("anthropic_tool_choice_required", required);
+    let named = ToolChoice::Tool("get_time".into());
+    let named = request_body(&provider, &server, &weather_tools(), &named, None).await;
+    insta::assert_json_snapshot!("anthropic_tool_choice_tool", named);
+}
+
+/// The API refuses forced tool use with extended thinking ("Thinking may
+/// not be enabled when `tool_choice` forces tool use"), so with thinking on a
+/// forced choice goes as `auto`, with every tool, and thinking stays on.
+#[tokio::test]
+async fn with_thinking_on_a_forced_choice_is_sent_as_auto() {
+    let server = answering("ok").await;
+    let provider = client(&server).thinking(1024);
+    for choice in [ToolChoice::Required, ToolChoice::Tool("get_time".into())] {
+        let body = request_body(&provider, &server, &weather_tools(), &choice, None).await;
+        assert_eq!(body["tool_choice"], json!({"type": "auto"}), "{choice:?}");
+        assert_eq!(body["tools"].as_array().unwrap().len(), 2, "{choice:?}");
+        assert_eq!(body["thinking"]["type"], "enabled", "{choice:?}");
+    }
+    let none = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::None,
+        None,
+    )
+    .await;
+    assert_eq!(none["tool_choice"], json!({"type": "none"}));
+}
+
+/// The Messages API has no native structured output in ferrobot: a
+/// request asking for one fails before anything is sent, saying typed
+/// answers use an output tool.
+#[tokio::test]
+async fn a_structured_answer_is_refused_before_sending() {
+    use futures_util::StreamExt;
+    let server = answering("{}").await;
+    let provider = client(&server);
+    assert!(!provider.native_output());
+    let messages = [Message::user("Weather in Paris tomorrow?")];
+    let format = forecast_format();
+    let request = ChatRequest::new(&messages).output(Some(&format));
+    let error = provider.stream(request).next().await.unwrap().unwrap_err();
+    assert!(
+        matches!(&error, ProviderError::InvalidRequest { provider, .. } if provider == "anthropic"),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "anthropic can't send this request: this dialect has no native structured output in \
+         ferrobot; typed answers use an output tool (ask for `ChatRequest::output` only where \
+         `Provider::native_output` is true)"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
 }

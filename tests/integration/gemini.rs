@@ -1,14 +1,17 @@
 //! `Gemini`, `streamGenerateContent?alt=sse`, over loopback HTTP; and one
 //! conversation that moves between dialects.
 
-use ferrobot::provider::{FinishReason, Gemini, RetryPolicy};
+use ferrobot::provider::{FinishReason, Gemini, Provider, RetryPolicy, ToolChoice};
 use ferrobot::tool::from_fn;
 use ferrobot::{Agent, Message, Part};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, bodies, last_round_bodies, recordings};
+use crate::support::{
+    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
+    weather_tools,
+};
 
 const STREAM: &str = "/v1beta/models/gemini-test:streamGenerateContent";
 
@@ -291,4 +294,53 @@ async fn health_checks_the_model_with_the_key() {
     assert_eq!(health.model_present, Some(false));
     let detail = health.detail.unwrap();
     assert!(detail.contains("no model `gemini-missing`"), "{detail}");
+}
+
+/// A loopback server answering every request with the text `text`.
+async fn answering(text: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(STREAM))
+        .respond_with(sse(&[
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}]}),
+        ]))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// `functionCallingConfig` mode `ANY`, with `allowedFunctionNames` for the
+/// one to call, every function still declared. The shared corpus has no
+/// forced-tool recordings of Gemini, so these bodies are written from its
+/// documented wire format.
+#[tokio::test]
+async fn forced_tool_choices_are_sent_as_function_calling_modes() {
+    let server = answering("ok").await;
+    let provider = client(&server);
+    let required = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Required,
+        None,
+    )
+    .await;
+    insta::assert_json_snapshot!("gemini_tool_choice_required", required);
+    let named = ToolChoice::Tool("get_time".into());
+    let named = request_body(&provider, &server, &weather_tools(), &named, None).await;
+    insta::assert_json_snapshot!("gemini_tool_choice_tool", named);
+}
+
+/// `responseMimeType` and `responseSchema` in `generationConfig`, the
+/// schema in Gemini's subset (`nullable: true` for the optional field).
+/// The corpus has no structured-output recordings of Gemini either: written
+/// from the documented format.
+#[tokio::test]
+async fn a_structured_answer_is_asked_for_as_a_response_schema() {
+    let server = answering(r#"{"city": "Paris"}"#).await;
+    let provider = client(&server);
+    assert!(provider.native_output());
+    let format = forecast_format();
+    let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
+    insta::assert_json_snapshot!("gemini_native_output", body);
 }

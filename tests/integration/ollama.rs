@@ -1,13 +1,16 @@
 //! `Ollama`, the native `/api/chat` dialect, over loopback HTTP.
 
-use ferrobot::provider::{FinishReason, Ollama, RetryPolicy};
+use ferrobot::provider::{FinishReason, Ollama, Provider, RetryPolicy, ToolChoice};
 use ferrobot::tool::from_fn;
 use ferrobot::{Agent, Message};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, bodies, last_round_bodies, recordings};
+use crate::support::{
+    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
+    weather_tools,
+};
 
 /// Past the round cap no tools are sent.
 #[tokio::test]
@@ -234,4 +237,65 @@ async fn health_lists_pulled_models() {
     let missing = Ollama::new(server.uri()).model("mistral").health().await;
     assert_eq!(missing.model_present, Some(false));
     assert!(missing.detail.unwrap().contains("ollama pull mistral"));
+}
+
+/// A loopback server answering every chat with the text `text`.
+async fn answering(text: &str) -> MockServer {
+    let server = MockServer::start().await;
+    let line = json!({"message": {"role": "assistant", "content": text}, "done": true, "done_reason": "stop"});
+    Mock::given(method("POST"))
+        .and(path("/api/chat"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(format!("{line}\n"), "application/x-ndjson"),
+        )
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The native API has no `tool_choice`: `Required` offers the tools as
+/// `Auto` does, and `Tool(name)` offers only that tool. Neither makes the
+/// model call one.
+#[tokio::test]
+async fn forced_tool_choices_offer_only_the_tools_that_may_be_called() {
+    let server = answering("ok").await;
+    let provider = Ollama::new(server.uri())
+        .model("m")
+        .retry(RetryPolicy::none());
+    let required = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Required,
+        None,
+    )
+    .await;
+    let auto = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Auto,
+        None,
+    )
+    .await;
+    assert_eq!(required, auto);
+    insta::assert_json_snapshot!("ollama_tool_choice_required", required);
+    let named = ToolChoice::Tool("get_time".into());
+    let named = request_body(&provider, &server, &weather_tools(), &named, None).await;
+    insta::assert_json_snapshot!("ollama_tool_choice_tool", named);
+}
+
+/// `format`: the answer's JSON Schema as it is (Ollama takes plain JSON
+/// Schema, optional fields and all).
+#[tokio::test]
+async fn a_structured_answer_is_asked_for_as_format() {
+    let server = answering(r#"{"city": "Paris"}"#).await;
+    let provider = Ollama::new(server.uri())
+        .model("m")
+        .retry(RetryPolicy::none());
+    assert!(provider.native_output());
+    let format = forecast_format();
+    let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
+    assert_eq!(body["format"], format.schema);
+    insta::assert_json_snapshot!("ollama_native_output", body);
 }

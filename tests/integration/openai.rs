@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use ferrobot::provider::{
-    FinishReason, OpenAiCompatible, Provider, ProviderError, RetryPolicy, StreamEvent,
+    ChatRequest, FinishReason, OpenAiCompatible, OutputFormat, Provider, ProviderError,
+    RetryPolicy, StreamEvent, ToolChoice,
 };
 use ferrobot::testing::{OpenAiStream, text_sse, tool_call_sse};
 use ferrobot::tool::from_fn;
@@ -12,7 +13,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{assemble, bodies, events, last_round_bodies};
+use crate::support::{
+    assemble, bodies, events, forecast_format, last_round_bodies, request_body, weather_tools,
+};
 
 fn sse(body: impl Into<String>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body.into(), "text/event-stream")
@@ -663,4 +666,150 @@ async fn strict_tools_send_the_strict_schema_where_it_can_be_expressed() {
         json!(["depth", "pattern"])
     );
     assert!(tools[1]["function"].get("strict").is_none());
+}
+
+/// `"required"`, and the one function to call, as chat completions says
+/// them (the corpus's recordings of `OpenAI` and Groq send `"required"` the
+/// same way); under `Tool(name)` only that tool is offered, so a server
+/// that ignores the object (llama.cpp reads it as `auto`) can call nothing
+/// else. `Auto` says nothing.
+#[tokio::test]
+async fn forced_tool_choices_are_sent_as_chat_completions_says_them() {
+    let server = server_answering(sse(text_sse("ok"))).await;
+    let provider = client(&server);
+    let required = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Required,
+        None,
+    )
+    .await;
+    insta::assert_json_snapshot!("openai_tool_choice_required", required);
+    let named = ToolChoice::Tool("get_time".into());
+    let named = request_body(&provider, &server, &weather_tools(), &named, None).await;
+    insta::assert_json_snapshot!("openai_tool_choice_tool", named);
+    let auto = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Auto,
+        None,
+    )
+    .await;
+    assert!(auto.get("tool_choice").is_none(), "{auto}");
+    assert_eq!(auto["tools"].as_array().unwrap().len(), 2);
+}
+
+/// `response_format` with the strict form of the schema, which `OpenAI`
+/// keeps to and llama.cpp's server makes a grammar of.
+#[tokio::test]
+async fn a_structured_answer_is_asked_for_as_a_strict_json_schema() {
+    let server = server_answering(sse(text_sse(r#"{"city": "Paris"}"#))).await;
+    let provider = client(&server);
+    assert!(provider.native_output());
+    let format = forecast_format();
+    let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
+    insta::assert_json_snapshot!("openai_native_output", body);
+}
+
+/// A schema strict mode can't express (a map) goes as it is, with
+/// `strict: false`, rather than not at all.
+#[tokio::test]
+async fn a_schema_strict_mode_cant_express_is_sent_plain() {
+    let server = server_answering(sse(text_sse("{}"))).await;
+    let schema = json!({
+        "type": "object",
+        "properties": {"counts": {"type": "object", "additionalProperties": {"type": "integer"}}},
+        "required": ["counts"],
+    });
+    let format = OutputFormat::new("counts", schema.clone());
+    let body = request_body(
+        &client(&server),
+        &server,
+        &[],
+        &ToolChoice::Auto,
+        Some(&format),
+    )
+    .await;
+    assert_eq!(
+        body["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "counts", "schema": schema, "strict": false}})
+    );
+}
+
+/// A request's own `tool_choice` and `response_format` replace those of
+/// `extra_body`, which go with the other requests.
+#[tokio::test]
+async fn the_requests_own_fields_replace_extra_body_ones() {
+    let server = server_answering(sse(text_sse("{}"))).await;
+    let provider = client(&server)
+        .extra_body("tool_choice", json!("auto"))
+        .extra_body("response_format", json!({"type": "json_object"}));
+    let plain = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Auto,
+        None,
+    )
+    .await;
+    assert_eq!(plain["tool_choice"], "auto");
+    assert_eq!(plain["response_format"], json!({"type": "json_object"}));
+    let format = forecast_format();
+    let own = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Required,
+        Some(&format),
+    )
+    .await;
+    assert_eq!(own["tool_choice"], "required");
+    assert_eq!(own["response_format"]["type"], "json_schema");
+    // One key each: the raw body holds no second copy.
+    let raw = server
+        .received_requests()
+        .await
+        .unwrap()
+        .pop()
+        .unwrap()
+        .body;
+    let raw = String::from_utf8(raw).unwrap();
+    assert_eq!(raw.matches("\"tool_choice\"").count(), 1, "{raw}");
+    assert_eq!(raw.matches("\"response_format\"").count(), 1, "{raw}");
+}
+
+/// A forced call of a tool the request doesn't describe, or with no tools
+/// at all, fails before anything is sent, saying what to change; servers
+/// would answer 400, or answer in text.
+#[tokio::test]
+async fn a_forced_call_with_nothing_to_call_is_refused_before_sending() {
+    use futures_util::StreamExt;
+    let server = server_answering(sse(text_sse("ok"))).await;
+    let provider = client(&server);
+    let messages = [Message::user("hi")];
+    let tools = weather_tools();
+    let missing = ToolChoice::Tool("get_tide".into());
+    let request = ChatRequest::new(&messages)
+        .tools(&tools)
+        .tool_choice(&missing);
+    let error = provider.stream(request).next().await.unwrap().unwrap_err();
+    assert!(
+        matches!(&error, ProviderError::InvalidRequest { provider, .. } if provider == "openai"),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "openai can't send this request: the tool choice names `get_tide`, which isn't among \
+         the request's tools: describe it in `ChatRequest::tools`, or name another"
+    );
+    assert!(!error.is_retryable());
+    let request = ChatRequest::new(&messages).tool_choice(&ToolChoice::Required);
+    let error = provider.stream(request).next().await.unwrap().unwrap_err();
+    assert!(
+        error.to_string().contains("the request describes no tools"),
+        "{error}"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
 }

@@ -1,13 +1,16 @@
 //! `OpenAiResponses`, the Responses API, over loopback HTTP.
 
-use ferrobot::provider::{FinishReason, OpenAiResponses, RetryPolicy};
+use ferrobot::provider::{FinishReason, OpenAiResponses, Provider, RetryPolicy, ToolChoice};
 use ferrobot::tool::from_fn;
 use ferrobot::{Agent, Message, Part};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{Recording, assemble, bodies, last_round_bodies, recordings};
+use crate::support::{
+    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
+    weather_tools,
+};
 
 fn client(server: &MockServer) -> OpenAiResponses {
     OpenAiResponses::new(format!("{}/v1", server.uri()))
@@ -196,4 +199,52 @@ async fn failures_and_truncation_are_reported() {
         .unwrap();
     assert_eq!(got.message.text(), "Long");
     assert_eq!(got.finish, Some(FinishReason::Length));
+}
+
+/// A loopback server answering every request with the text `text`.
+async fn answering(text: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(sse(&[
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_1"}}),
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": text}),
+            completed(5, 3),
+        ]))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// `"required"`, and the one function to call, flat as the Responses API
+/// says it (`{"type": "function", "name": …}`, not chat completions'
+/// `function.name`); under `Tool(name)` only that tool is offered.
+#[tokio::test]
+async fn forced_tool_choices_are_sent_as_the_responses_api_says_them() {
+    let server = answering("ok").await;
+    let provider = client(&server);
+    let required = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::Required,
+        None,
+    )
+    .await;
+    insta::assert_json_snapshot!("responses_tool_choice_required", required);
+    let named = ToolChoice::Tool("get_time".into());
+    let named = request_body(&provider, &server, &weather_tools(), &named, None).await;
+    insta::assert_json_snapshot!("responses_tool_choice_tool", named);
+}
+
+/// `text.format`: the `json_schema` format with the strict form of the
+/// schema, beside `type` rather than nested as in chat completions.
+#[tokio::test]
+async fn a_structured_answer_is_asked_for_in_text_format() {
+    let server = answering(r#"{"city": "Paris"}"#).await;
+    let provider = client(&server);
+    assert!(provider.native_output());
+    let format = forecast_format();
+    let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
+    insta::assert_json_snapshot!("responses_native_output", body);
 }

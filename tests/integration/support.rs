@@ -136,3 +136,60 @@ pub(crate) async fn last_round_bodies(
     assert_eq!(bodies.len(), 2, "one tool round, then the last answer");
     bodies
 }
+
+/// The tools the request-body tests offer: two, so that a forced
+/// `ToolChoice::Tool` shows which are still sent.
+pub(crate) fn weather_tools() -> Vec<ferrobot::ToolSpec> {
+    let city = serde_json::json!({
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "The city."}},
+        "required": ["city"],
+    });
+    vec![
+        ferrobot::ToolSpec::new("get_weather", "The weather in a city.", city.clone()),
+        ferrobot::ToolSpec::new("get_time", "The local time in a city.", city),
+    ]
+}
+
+/// The structured answer the request-body tests ask for: an optional field,
+/// so that `OpenAI`'s strict form (every field required, optional ones
+/// nullable) and Gemini's (`nullable: true`) differ from the plain one.
+pub(crate) fn forecast_format() -> ferrobot::provider::OutputFormat {
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Forecast {
+        /// The city.
+        city: String,
+        /// The temperature, in degrees Celsius.
+        celsius: f64,
+        /// Anything worth knowing, if there is.
+        note: Option<String>,
+    }
+    ferrobot::provider::OutputFormat::new(
+        "forecast",
+        ferrobot::tool::schema::for_type::<Forecast>(),
+    )
+    .description("Tomorrow's weather.")
+}
+
+/// The JSON body of one model call over `provider` with `tools`, `choice`
+/// and `output`, sent to `server`, which must answer it well.
+pub(crate) async fn request_body(
+    provider: &dyn Provider,
+    server: &wiremock::MockServer,
+    tools: &[ferrobot::ToolSpec],
+    choice: &ferrobot::provider::ToolChoice,
+    output: Option<&ferrobot::provider::OutputFormat>,
+) -> serde_json::Value {
+    let messages = [Message::user("Weather in Paris tomorrow?")];
+    let request = ChatRequest::new(&messages)
+        .system(Some("Be brief."))
+        .tools(tools)
+        .tool_choice(choice)
+        .output(output);
+    let mut stream = provider.stream(request);
+    while let Some(event) = stream.next().await {
+        event.unwrap_or_else(|e| panic!("{}", e.chain()));
+    }
+    bodies(server).await.pop().unwrap()
+}

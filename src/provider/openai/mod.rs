@@ -4,12 +4,14 @@ mod decode;
 mod setup;
 mod wire;
 
+use std::borrow::Cow;
+
 use futures_util::future::BoxFuture;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::dialect::{Dialect, Endpoint, Framing, Http, encode};
 use super::http::redact;
-use super::{ChatRequest, ContextWindow, Health, ProviderError};
+use super::{ChatRequest, ContextWindow, Health, ProviderError, ToolChoice};
 
 use self::decode::Decoder;
 pub use self::setup::{EnvError, HealthError};
@@ -82,6 +84,9 @@ impl Http<ChatCompletions> {
     /// `max_completion_tokens` or Ollama's `options`. A field ferrobot sets
     /// itself (`model`, `messages`, `tools`, `stream`) is ignored with a
     /// warning; `temperature` and `max_tokens` set here win over the setters.
+    /// `tool_choice` and `response_format` set here go with requests that
+    /// don't say their own (a [`ToolChoice::Required`] or
+    /// [`ToolChoice::Tool`], a [structured answer](ChatRequest::output)).
     #[must_use]
     pub fn extra_body(self, key: impl Into<String>, value: Value) -> Self {
         let key = key.into();
@@ -127,6 +132,10 @@ impl Dialect for ChatCompletions {
     type Decoder = Decoder;
     const NAME: &'static str = "openai";
     const EXAMPLE_MODEL: &'static str = "qwen3:8b";
+    /// `response_format` with a `json_schema`: `OpenAI`'s structured
+    /// outputs, and a grammar on llama.cpp's server; vLLM, LM Studio and
+    /// Ollama's `/v1` take it too.
+    const NATIVE_OUTPUT: bool = true;
 
     fn chat_url(&self, endpoint: &Endpoint) -> String {
         format!("{}/chat/completions", endpoint.base_url())
@@ -138,6 +147,21 @@ impl Dialect for ChatCompletions {
         request: &ChatRequest<'_>,
     ) -> Result<Vec<u8>, ProviderError> {
         let unless_extra = |key: &str| !self.extra.contains_key(key);
+        let tool_choice = tool_choice(request.tool_choice);
+        let response_format = request.output.map(
+            |format| json!({"type": "json_schema", "json_schema": format.openai_json_schema()}),
+        );
+        // What this request says replaces what `extra_body` gave for every
+        // request; both would make a body with the key twice.
+        let mut extra = Cow::Borrowed(&self.extra);
+        for (key, written) in [
+            ("tool_choice", tool_choice.is_some()),
+            ("response_format", response_format.is_some()),
+        ] {
+            if written && extra.contains_key(key) {
+                extra.to_mut().remove(key);
+            }
+        }
         encode(&wire::Body {
             model: endpoint.model(),
             messages: wire::Messages {
@@ -148,6 +172,8 @@ impl Dialect for ChatCompletions {
                 specs: request.callable_tools(),
                 strict: self.strict_tools,
             },
+            tool_choice,
+            response_format,
             stream: self.streaming,
             stream_options: (self.streaming
                 && self.include_usage
@@ -165,7 +191,7 @@ impl Dialect for ChatCompletions {
                 .max_tokens
                 .or(endpoint.max_tokens())
                 .filter(|_| unless_extra("max_tokens")),
-            extra: &self.extra,
+            extra,
         })
     }
 
@@ -207,6 +233,19 @@ impl Dialect for ChatCompletions {
         endpoint: &'a Endpoint,
     ) -> BoxFuture<'a, Result<Option<ContextWindow>, ProviderError>> {
         Box::pin(super::window::openai_compatible(endpoint))
+    }
+}
+
+/// `tool_choice` as chat completions says it, where it says more than the
+/// tools sent: `"required"`, or the one function to call. Under
+/// [`ToolChoice::None`] no tools are sent at all
+/// ([`ChatRequest::callable_tools`]), which every server understands,
+/// where not all take `"none"`.
+fn tool_choice(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::Required => Some(json!("required")),
+        ToolChoice::Tool(name) => Some(json!({"type": "function", "function": {"name": name}})),
+        ToolChoice::Auto | ToolChoice::None => None,
     }
 }
 

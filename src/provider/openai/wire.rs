@@ -22,6 +22,10 @@ pub(super) struct Body<'a> {
     pub(super) messages: Messages<'a>,
     #[serde(skip_serializing_if = "Tools::is_empty")]
     pub(super) tools: Tools<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) response_format: Option<Value>,
     pub(super) stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) stream_options: Option<StreamOptions>,
@@ -30,7 +34,7 @@ pub(super) struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_tokens: Option<u32>,
     #[serde(flatten)]
-    pub(super) extra: &'a Map<String, Value>,
+    pub(super) extra: Cow<'a, Map<String, Value>>,
 }
 
 #[derive(Serialize)]
@@ -196,17 +200,18 @@ impl Serialize for Tools<'_> {
             strict: bool,
         }
         s.collect_seq(self.specs.iter().map(|spec| {
-            let strict = self
-                .strict
-                .then(|| crate::tool::schema::openai_strict(&spec.parameters))
-                .flatten();
+            let (parameters, strict) = if self.strict {
+                crate::tool::schema::openai_strict_or_plain(&spec.parameters)
+            } else {
+                (Cow::Borrowed(&spec.parameters), false)
+            };
             Tool {
                 kind: "function",
                 function: Function {
                     name: &spec.name,
                     description: &spec.description,
-                    strict: strict.is_some(),
-                    parameters: strict.map_or(Cow::Borrowed(&spec.parameters), Cow::Owned),
+                    strict,
+                    parameters,
                 },
             }
         }))
