@@ -11,7 +11,7 @@ use ferrobot::testing::{MockProvider, MockTurn};
 use serde_json::json;
 
 /// A city, as the model must describe it.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 struct City {
     /// Its name in English.
     name: String,
@@ -27,13 +27,30 @@ async fn main() -> ferrobot::Result<()> {
         // A first answer without the country…
         .then(MockTurn::new().output(json!({"name": "Lyon", "population": 522_000})))
         // …and a second one that fits, once the model was told so.
-        .then(MockTurn::new().output(json!({"name": "Lyon", "population": 522_000, "country": "France"})));
+        .then(
+            MockTurn::new()
+                .output(json!({"name": "Lyon", "population": 522_000, "country": "France"})),
+        );
     let agent = Agent::builder().provider(mock.clone()).build();
 
     let city: City = agent.extract("demo", "Tell me about Lyon.").await?;
-    println!("{city:?}");
+    println!(
+        "{} ({}) has {} people.",
+        city.name, city.country, city.population
+    );
 
-    let told = mock.requests()[1].messages.last().unwrap().tool_results_iter().next().unwrap().content.clone();
-    println!("after the first answer, the model was told:\n{told}");
+    // What the model was told after its first answer: the second request's
+    // last message, the output tool's result.
+    let second = &mock.requests()[1];
+    if let Some(told) = second
+        .messages
+        .last()
+        .and_then(|m| m.tool_results_iter().next())
+    {
+        println!(
+            "After the first answer, the model was told:\n{}",
+            told.content
+        );
+    }
     Ok(())
 }

@@ -250,7 +250,7 @@ impl Agent {
     ///     total_cents: u64,
     /// }
     ///
-    /// let mock = MockProvider::replying(r#"{"number": "F-17", "total_cents": 4200}"#).with_native_output();
+    /// let mock = MockProvider::replying(r#"{"number": "F-17", "total_cents": 4200}"#).with_native_output(true);
     /// let agent = Agent::builder().provider(mock).build();
     /// let invoice: Invoice = agent.extract("alice", "the invoice in this mail: …").await?;
     /// assert_eq!(invoice, Invoice { number: "F-17".into(), total_cents: 4200 });

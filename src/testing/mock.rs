@@ -210,7 +210,7 @@ impl Provider for MockProvider {
             requests.len()
         };
         match turn {
-            Some(turn) => turn.into_stream(),
+            Some(turn) => turn.answering(&request).into_stream(),
             None => stream::iter([Err(ProviderError::Other(
                 format!("MockProvider has no scripted turn for model call #{call}; add one with `.then(MockTurn::…)`")
                     .into(),
@@ -291,6 +291,8 @@ pub struct MockTurn {
     usage: Option<Usage>,
     finish: Option<FinishReason>,
     error: Option<ProviderError>,
+    /// A typed answer, given as the request asks for it.
+    output: Option<Value>,
 }
 
 impl MockTurn {
@@ -322,6 +324,31 @@ impl MockTurn {
     #[must_use]
     pub fn refusal(mut self, text: impl Into<String>) -> Self {
         self.events.push(StreamEvent::RefusalDelta(text.into()));
+        self
+    }
+
+    /// Answers with a typed answer, the way the request asks for it: as a
+    /// call of the output tool when one must be called (the tool named by
+    /// [`ToolChoice::Tool`], or under [`ToolChoice::Required`] the last
+    /// tool whose name starts with `final_`, as the agent names output
+    /// tools), else as text holding the value's JSON. Comes after whatever
+    /// else the turn says.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> ferrobot::Result<()> {
+    /// use ferrobot::testing::{MockProvider, MockTurn};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Total { cents: u64 }
+    /// let mock = MockProvider::new().then(MockTurn::new().output(serde_json::json!({"cents": 420})));
+    /// let agent = ferrobot::Agent::builder().provider(mock).build();
+    /// let total: Total = agent.extract("alice", "the total?").await?;
+    /// assert_eq!(total.cents, 420);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn output(mut self, value: Value) -> Self {
+        self.output = Some(value);
         self
     }
 
@@ -399,6 +426,27 @@ impl MockTurn {
     pub fn error(mut self, error: ProviderError) -> Self {
         self.error = Some(error);
         self
+    }
+
+    /// The turn with its typed answer, if any, as `request` asks for it.
+    fn answering(mut self, request: &ChatRequest<'_>) -> Self {
+        let Some(value) = self.output.take() else {
+            return self;
+        };
+        let tool = match request.tool_choice {
+            ToolChoice::Tool(name) => Some(name.as_str()),
+            ToolChoice::Required => request
+                .tools
+                .iter()
+                .rev()
+                .map(|t| t.name.as_str())
+                .find(|name| name.starts_with("final_")),
+            _ => None,
+        };
+        match tool {
+            Some(name) => self.tool_call(name.to_owned(), value),
+            None => self.text(value.to_string()),
+        }
     }
 
     fn into_stream(self) -> EventStream<'static> {

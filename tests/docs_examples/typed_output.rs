@@ -34,8 +34,17 @@ async fn reads_an_invoice() {
     assert_eq!(invoice.status, Status::Due);
 }
 
-/// "Per turn, or every turn": compiled, not run.
+/// "Per turn, or every turn".
 mod per_turn {
+#[tokio::test]
+async fn rates_through_the_output_tool() {
+    let mock = ferrobot::testing::MockProvider::new()
+        .then(ferrobot::testing::MockTurn::new().output(serde_json::json!(4)));
+    let agent = ferrobot::Agent::builder().provider(mock.clone()).build();
+    rate(&agent).await.unwrap();
+    assert_eq!(mock.requests()[0].tool_names(), ["final_uint8"]);
+}
+
 use ferrobot::agent::{Output, OutputMode, TurnRequest};
 
 async fn rate(agent: &ferrobot::Agent) -> ferrobot::Result<()> {
@@ -48,8 +57,19 @@ async fn rate(agent: &ferrobot::Agent) -> ferrobot::Result<()> {
 }
 }
 
-/// "Watching it stream": compiled, not run.
+/// "Watching it stream".
 mod watching {
+#[tokio::test]
+async fn watches_a_typed_agent() {
+    let mock = ferrobot::testing::MockProvider::new()
+        .then(ferrobot::testing::MockTurn::new().text(r#"{"days": ["mon"]}"#).chunked(4));
+    let agent = ferrobot::Agent::builder()
+        .provider(mock.with_native_output(true))
+        .output(ferrobot::agent::Output::schema(serde_json::json!({"type": "object", "properties": {"days": {"type": "array", "items": {"type": "string"}}}})).unwrap())
+        .build();
+    watch(&agent).await;
+}
+
 use ferrobot::AgentEvent;
 use futures_util::StreamExt;
 

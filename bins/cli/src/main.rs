@@ -68,7 +68,10 @@ async fn main() -> ExitCode {
             run(
                 &loaded,
                 &prompt,
-                Print { json, output_schema },
+                Print {
+                    json,
+                    output_schema,
+                },
                 yes,
                 &conversation,
             )

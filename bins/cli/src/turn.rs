@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ferrobot::agent::{Output, Status, ToolOutcome, TurnRequest};
 use ferrobot::AgentEvent;
+use ferrobot::agent::{Output, Status, ToolOutcome, TurnRequest};
 use ferrobot_app::{LoadedConfig, TurnTrace, append_trace};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -15,7 +15,6 @@ use serde_json::json;
 use crate::args::{ConversationArgs, conversation_id};
 use crate::logs::traces_path;
 use crate::{EXIT_TURN_FAILED, agent, render};
-
 
 /// How `run` prints: `--json`, `--output-schema`.
 #[derive(Debug)]
@@ -44,7 +43,11 @@ pub(crate) async fn run(
         loaded,
         &mut events,
         TurnTrace::new(&conversation, prompt),
-        Shown { json: print.json, typed, reasoning: true },
+        Shown {
+            json: print.json,
+            typed,
+            reasoning: true,
+        },
     )
     .await)
 }

@@ -216,11 +216,23 @@ async fn run_output_schema_prints_one_checked_json_value() {
     let schema = schema_file(&home, &forecast_schema());
     let output = ferrobot(
         &home,
-        &["--base-url", &url, "--model", "m", "run", "--output-schema", &schema, "Oslo?"],
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "run",
+            "--output-schema",
+            &schema,
+            "Oslo?",
+        ],
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let printed: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!(printed, serde_json::from_str::<serde_json::Value>(answer).unwrap());
+    assert_eq!(
+        printed,
+        serde_json::from_str::<serde_json::Value>(answer).unwrap()
+    );
     assert_eq!(stdout(&output).lines().count(), 1);
 
     let requests = server.received_requests().await.unwrap();
@@ -240,20 +252,46 @@ async fn run_output_schema_says_why_no_answer_fits_and_exits_1() {
     let schema = schema_file(&home, &forecast_schema());
     let output = ferrobot(
         &home,
-        &["--base-url", &url, "--model", "m", "run", "--output-schema", &schema, "Oslo?"],
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "run",
+            "--output-schema",
+            &schema,
+            "Oslo?",
+        ],
     );
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
     assert_eq!(stdout(&output), "");
-    assert!(stderr(&output).contains("`days` is missing"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("`days` is missing"),
+        "{}",
+        stderr(&output)
+    );
 
     let map = serde_json::json!({"type": "object", "additionalProperties": {"type": "integer"}});
     let unportable = schema_file(&home, &map);
     let refused = ferrobot(
         &home,
-        &["--base-url", &url, "--model", "m", "run", "--output-schema", &unportable, "x"],
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "run",
+            "--output-schema",
+            &unportable,
+            "x",
+        ],
     );
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("a map with free keys"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("a map with free keys"),
+        "{}",
+        stderr(&refused)
+    );
 }
 
 #[tokio::test]
@@ -647,8 +685,21 @@ fn run_output_schema_against_a_real_llama_cpp_server() {
     };
     let home = Home::new("cli-real-typed");
     let schema = schema_file(&home, &forecast_schema());
-    let base = ["--base-url", &server.base_url(), "--model", server.model(), "run"];
-    let output = ferrobot(&home, &[&base[..], &["--json", "--output-schema", &schema, "how is the machine?"]].concat());
+    let base = [
+        "--base-url",
+        &server.base_url(),
+        "--model",
+        server.model(),
+        "run",
+    ];
+    let output = ferrobot(
+        &home,
+        &[
+            &base[..],
+            &["--json", "--output-schema", &schema, "how is the machine?"],
+        ]
+        .concat(),
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let events: Vec<serde_json::Value> = stdout(&output)
         .lines()
@@ -664,7 +715,14 @@ fn run_output_schema_against_a_real_llama_cpp_server() {
     assert_fits_forecast(value);
 
     // Without --json: exactly one JSON value on stdout.
-    let plain = ferrobot(&home, &[&base[..], &["--new", "--output-schema", &schema, "and Oslo?"]].concat());
+    let plain = ferrobot(
+        &home,
+        &[
+            &base[..],
+            &["--new", "--output-schema", &schema, "and Oslo?"],
+        ]
+        .concat(),
+    );
     assert!(plain.status.success(), "{}", stderr(&plain));
     assert_fits_forecast(&serde_json::from_str(&stdout(&plain)).unwrap());
 }
@@ -674,8 +732,14 @@ fn assert_fits_forecast(value: &serde_json::Value) {
     let days = value["days"].as_array().unwrap();
     assert!((1..=3).contains(&days.len()), "{value}");
     for day in days {
-        assert!(["sunny", "cloudy", "rain"].contains(&day["sky"].as_str().unwrap()), "{value}");
-        assert!((-30..=45).contains(&day["celsius"].as_i64().unwrap()), "{value}");
+        assert!(
+            ["sunny", "cloudy", "rain"].contains(&day["sky"].as_str().unwrap()),
+            "{value}"
+        );
+        assert!(
+            (-30..=45).contains(&day["celsius"].as_i64().unwrap()),
+            "{value}"
+        );
     }
 }
 

@@ -237,14 +237,14 @@ impl Dialect for ChatCompletions {
 }
 
 /// `tool_choice` as chat completions says it, where it says more than the
-/// tools sent: `"required"`, or the one function to call. Under
-/// [`ToolChoice::None`] no tools are sent at all
-/// ([`ChatRequest::callable_tools`]), which every server understands,
-/// where not all take `"none"`.
+/// tools sent: `"required"`. A named tool is sent alone
+/// ([`ChatRequest::callable_tools`]) under `"required"`, which means the
+/// same as naming it and which llama.cpp's server also understands (it
+/// reads only the string forms). Under [`ToolChoice::None`] no tools are
+/// sent at all, which every server understands, where not all take `"none"`.
 fn tool_choice(choice: &ToolChoice) -> Option<Value> {
     match choice {
-        ToolChoice::Required => Some(json!("required")),
-        ToolChoice::Tool(name) => Some(json!({"type": "function", "function": {"name": name}})),
+        ToolChoice::Required | ToolChoice::Tool(_) => Some(json!("required")),
         ToolChoice::Auto | ToolChoice::None => None,
     }
 }

@@ -250,10 +250,8 @@ async fn a_typed_answer_streams_as_partial_values() {
     }
     assert!(partials.len() > 5, "{partials:?}");
     for partial in &partials {
-        assert!(
-            "Berlin".starts_with(partial["name"].as_str().unwrap()),
-            "{partial}"
-        );
+        let name = partial.get("name").map_or("", |n| n.as_str().unwrap());
+        assert!("Berlin".starts_with(name), "{partial}");
     }
     assert!(
         partials.contains(&json!({"name": "Berlin", "population": 3700000})),
@@ -301,4 +299,64 @@ async fn native_mode_is_refused_by_a_provider_that_cannot_constrain_answers() {
         "{error:?}"
     );
     assert!(mock.requests().is_empty());
+}
+
+#[tokio::test]
+async fn native_mode_runs_the_tools_first_then_asks_for_the_format_without_them() {
+    let (lookup, runs) = counted("lookup");
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("lookup", json!({})))
+        .then(MockTurn::new().text("Berlin, a capital of 3.7 million."))
+        .then(MockTurn::new().output(berlin()))
+        .with_native_output(true);
+    let agent = Agent::builder().provider(mock.clone()).tool(lookup).build();
+    let city: City = agent.extract("alice", "Berlin?").await.unwrap();
+    assert_eq!(city.population, 3_700_000);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    // The tool rounds go without the format…
+    for request in &requests[..2] {
+        assert_eq!(request.output, None);
+        assert_eq!(request.tool_choice, ToolChoice::Auto);
+    }
+    // …and the typed answer is asked for with no tool to call, the draft dropped.
+    let last = &requests[2];
+    let format = last.output.as_ref().unwrap();
+    assert_eq!(format.name, "City");
+    assert_eq!(
+        format.schema["required"],
+        json!(["name", "population", "kind"])
+    );
+    assert_eq!(last.tool_choice, ToolChoice::None);
+    assert_eq!(last.messages, requests[1].messages);
+    let stored = agent.history().load("alice").await.unwrap();
+    assert!(stored.iter().all(|m| !m.text().contains("3.7 million")));
+    assert_eq!(stored.last().unwrap().text(), berlin().to_string());
+}
+
+#[tokio::test]
+async fn native_mode_without_tools_asks_for_the_format_at_once() {
+    let mock = MockProvider::new()
+        .then(MockTurn::new().output(json!({"name": "Berlin"})))
+        .then(MockTurn::new().output(berlin()))
+        .with_native_output(true);
+    let agent = Agent::builder().provider(mock.clone()).build();
+    let city: City = agent.extract("alice", "Berlin?").await.unwrap();
+    assert_eq!(city.kind, Kind::Capital);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests.iter().all(|r| r.output.is_some()));
+    let told = requests[1].messages.last().unwrap();
+    assert_eq!(told.role, Role::User);
+    assert!(
+        told.text().contains("`population` is missing"),
+        "{}",
+        told.text()
+    );
+    assert!(
+        told.text()
+            .contains("Answer again with only the corrected JSON.")
+    );
 }
