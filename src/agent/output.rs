@@ -57,6 +57,7 @@ pub enum OutputMode {
 /// ```
 /// use ferrobot::agent::{Output, OutputMode};
 ///
+/// # #[allow(dead_code)]
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct City {
 ///     name: String,
