@@ -73,5 +73,7 @@ pub use ferrobot_macros::toolbox;
 
 pub use agent::{Agent, AgentEvent, Reply, TurnStream};
 pub use error::{BoxError, Error, OutputError, Result};
-pub use message::{Message, Opaque, Part, Reasoning, Role, ToolCall, ToolResult, ToolSpec, Usage};
+pub use message::{
+    Image, Message, Opaque, Part, Reasoning, Role, ToolCall, ToolResult, ToolSpec, Usage,
+};
 pub use tool::{Tool, ToolContext};

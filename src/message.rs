@@ -6,10 +6,14 @@
 //! history stores persist their serde form, so a conversation can move between
 //! providers and survive a restart.
 
+mod image;
+
 use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use image::{Image, ImageError};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,6 +77,8 @@ pub enum Part {
     ToolCall(ToolCall),
     /// The outcome of a tool call.
     ToolResult(ToolResult),
+    /// An image, in a user's message.
+    Image(Image),
     /// Something a provider produced and ran on its own side (Anthropic's
     /// web search or MCP blocks), kept verbatim so the same dialect gets it
     /// back; other dialects leave it out.
@@ -156,6 +162,10 @@ pub struct ToolResult {
     /// Whether `content` describes a failure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// Images the tool showed, after its text
+    /// ([`ToolOutput::image`](crate::tool::ToolOutput::image)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 impl ToolResult {
@@ -165,7 +175,15 @@ impl ToolResult {
             call_id: call_id.into(),
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
+    }
+
+    /// With images the tool showed.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<Image>) -> Self {
+        self.images = images;
+        self
     }
 
     /// A failed result; `content` tells the model what went wrong.
@@ -174,6 +192,7 @@ impl ToolResult {
             call_id: call_id.into(),
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }
@@ -266,6 +285,15 @@ impl Message {
         })
     }
 
+    /// The images, in order: its own, then those of its tool results.
+    pub fn images(&self) -> impl Iterator<Item = &Image> {
+        self.parts.iter().flat_map(|part| match part {
+            Part::Image(image) => std::slice::from_ref(image),
+            Part::ToolResult(result) => &result.images[..],
+            _ => &[],
+        })
+    }
+
     /// The tool results, in order.
     pub fn tool_results_iter(&self) -> impl Iterator<Item = &ToolResult> {
         self.parts.iter().filter_map(|part| match part {
@@ -291,6 +319,11 @@ impl Part {
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
         Part::Text { text: text.into() }
+    }
+
+    /// An image part.
+    pub fn image(image: Image) -> Self {
+        Part::Image(image)
     }
 }
 

@@ -13,7 +13,9 @@ pub use schemars;
 pub use serde;
 pub use serde_json::Value;
 
-use crate::tool::{Constraints, IntoToolOutput, State, StateType, ToolContext, ToolError};
+use crate::tool::{
+    Constraints, IntoToolOutput, State, StateType, ToolContext, ToolError, ToolOutput,
+};
 
 pub use crate::tool::arguments::FieldCheck;
 
@@ -297,33 +299,37 @@ impl<T> Out<T> {
 }
 
 pub trait ViaIntoToolOutput {
-    fn __ferrobot_output(&self) -> Result<String, ToolError>;
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError>;
 }
 
 impl<T: IntoToolOutput> ViaIntoToolOutput for &&&Out<T> {
-    fn __ferrobot_output(&self) -> Result<String, ToolError> {
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError> {
         self.take().into_tool_output()
     }
 }
 
 pub trait ViaSerializeResult {
-    fn __ferrobot_output(&self) -> Result<String, ToolError>;
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError>;
 }
 
 impl<T: serde::Serialize, E: std::fmt::Display> ViaSerializeResult for &&Out<Result<T, E>> {
-    fn __ferrobot_output(&self) -> Result<String, ToolError> {
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError> {
         let value = self.take().map_err(ToolError::new)?;
-        serde_json::to_string(&value).map_err(ToolError::from)
+        serde_json::to_string(&value)
+            .map(ToolOutput::text)
+            .map_err(ToolError::from)
     }
 }
 
 pub trait ViaSerialize {
-    fn __ferrobot_output(&self) -> Result<String, ToolError>;
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError>;
 }
 
 impl<T: serde::Serialize> ViaSerialize for &Out<T> {
-    fn __ferrobot_output(&self) -> Result<String, ToolError> {
-        serde_json::to_string(&self.take()).map_err(ToolError::from)
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError> {
+        serde_json::to_string(&self.take())
+            .map(ToolOutput::text)
+            .map_err(ToolError::from)
     }
 }
 
@@ -338,13 +344,13 @@ impl<T: serde::Serialize> ViaSerialize for &Out<T> {
 pub trait ToolReturn {}
 
 pub trait ViaNothing<T> {
-    fn __ferrobot_output(&self) -> Result<String, ToolError>
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError>
     where
         T: ToolReturn;
 }
 
 impl<T> ViaNothing<T> for Out<T> {
-    fn __ferrobot_output(&self) -> Result<String, ToolError>
+    fn __ferrobot_output(&self) -> Result<ToolOutput, ToolError>
     where
         T: ToolReturn,
     {

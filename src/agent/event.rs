@@ -94,7 +94,7 @@ use crate::provider::{FinishReason, ToolCallDelta};
 /// | `RefusalDelta` | `refusal "I can't."` |
 /// | `ToolCallDelta` | `tool call delta #0 id=call_1 name=get_weather "{\"city\":"` |
 /// | `ToolCallStarted` | `tool call call_1 get_weather {"city":"Paris"}` |
-/// | `ToolCallFinished` | `tool result call_1 get_weather ok: 18 °C` |
+/// | `ToolCallFinished` | `tool result call_1 get_weather ok: 18 °C`, images after it: `… ok: The page: [image: image/png, 120 KB]` |
 /// | `Usage` | `usage 12 in / 5 out`, or `usage 12 in (8 cached) / 5 out (3 reasoning)` |
 /// | `PartialOutput` | `partial output {"name":"Ber"}` |
 /// | `Done` | `done "It is 18 °C."`, or `done refusal "I can't."` |
@@ -276,6 +276,8 @@ pub struct ToolCallRecord {
     pub outcome: ToolOutcome,
     /// What the model was told: the tool's output or what went wrong.
     pub content: String,
+    /// The images the tool showed the model, after `content`.
+    pub images: Vec<crate::message::Image>,
     /// Time from the decision to run until the result, confirmation included.
     pub duration: Duration,
 }
@@ -338,6 +340,9 @@ impl fmt::Display for AgentEvent {
                 )?;
                 if !record.content.is_empty() {
                     write!(f, ": {}", OneLine(&record.content))?;
+                }
+                for image in &record.images {
+                    write!(f, " {}", image.describe())?;
                 }
                 Ok(())
             }
@@ -473,6 +478,7 @@ mod tests {
             call: ToolCall::new("call_1", "get_weather", json!({"city": "Paris"})),
             outcome,
             content: content.to_owned(),
+            images: Vec::new(),
             duration: Duration::from_millis(3),
         }
     }

@@ -14,7 +14,7 @@ use super::event::{AgentEvent, Status, ToolCallRecord, ToolOutcome};
 use super::{EventSink, Inner};
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::message::{ToolCall, ToolResult};
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{Tool, ToolContext, ToolOutput};
 
 /// What the model reads when the user declines a call.
 pub(crate) const CANCELLED_BY_USER: &str = "Cancelled by user.";
@@ -166,7 +166,7 @@ async fn run_one(
     );
     let (outcome, content) = async {
         let (tool, confirm) = match decided {
-            Decided::Reject(outcome, reason) => return (outcome, reason),
+            Decided::Reject(outcome, reason) => return (outcome, reason.into()),
             Decided::Run { tool, confirm } => (tool, confirm),
         };
         if cancel.is_cancelled() {
@@ -180,7 +180,7 @@ async fn run_one(
             match ask(inner, conversation, user, call, prompt, cancel).await {
                 Ok(Decision::Approve) => {}
                 Ok(Decision::Decline) => {
-                    return (ToolOutcome::Declined, CANCELLED_BY_USER.to_owned());
+                    return (ToolOutcome::Declined, CANCELLED_BY_USER.into());
                 }
                 Err(outcome) => return outcome,
             }
@@ -194,7 +194,7 @@ async fn run_one(
     .instrument(span)
     .await;
     if outcome != ToolOutcome::Ok {
-        tracing::debug!(tool = %call.name, ?outcome, %content, "tool call did not succeed");
+        tracing::debug!(tool = %call.name, ?outcome, content = %content.text, "tool call did not succeed");
     }
     let (result, record) = finished(call, outcome, content, started.elapsed());
     sink.emit(AgentEvent::ToolCallFinished(record.clone()))
@@ -210,7 +210,7 @@ async fn ask(
     call: &ToolCall,
     prompt: String,
     cancel: &CancellationToken,
-) -> Result<Decision, (ToolOutcome, String)> {
+) -> Result<Decision, Ended> {
     let Some(handler) = &inner.confirm else {
         return Err((
             ToolOutcome::Declined,
@@ -218,7 +218,8 @@ async fn ask(
                 "Not run: `{}` needs the user's confirmation, and this agent has no way to ask. \
                  (Developer: configure one with `Agent::builder().confirm(…)`.)",
                 call.name
-            ),
+            )
+            .into(),
         ));
     };
     let request = ConfirmRequest {
@@ -245,7 +246,7 @@ async fn ask(
                 tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the confirmation handler panicked; the call is declined");
                 Err((
                     ToolOutcome::Declined,
-                    "Not run: asking the user for confirmation failed.".to_owned(),
+                    "Not run: asking the user for confirmation failed.".into(),
                 ))
             }
             Err(limit) => Err((
@@ -253,7 +254,8 @@ async fn ask(
                 format!(
                     "Not run: the user did not answer the confirmation within {}.",
                     human(limit)
-                ),
+                )
+                .into(),
             )),
         },
         () = cancel.cancelled() => Err(interrupted()),
@@ -267,7 +269,7 @@ async fn execute(
     call: &ToolCall,
     tool: &dyn Tool,
     cancel: &CancellationToken,
-) -> (ToolOutcome, String) {
+) -> Ended {
     // Waiting for an exclusive tool elsewhere ends with the turn.
     let turn_of_tools = async {
         if tool.is_exclusive() {
@@ -309,13 +311,13 @@ async fn execute(
     match outcome {
         Ok(Ok(Ok(output))) => (ToolOutcome::Ok, output),
         Ok(Ok(Err(error))) if error.is_invalid_arguments() => {
-            (ToolOutcome::InvalidArguments, error.to_string())
+            (ToolOutcome::InvalidArguments, error.to_string().into())
         }
-        Ok(Ok(Err(error))) => (ToolOutcome::Failed, format!("Error: {error}")),
-        Ok(Err(panic)) => (ToolOutcome::Panicked, crashed(&*panic)),
+        Ok(Ok(Err(error))) => (ToolOutcome::Failed, format!("Error: {error}").into()),
+        Ok(Err(panic)) => (ToolOutcome::Panicked, crashed(&*panic).into()),
         Err(_) => (
             ToolOutcome::TimedOut,
-            format!("Error: the tool did not finish within {}.", human(limit)),
+            format!("Error: the tool did not finish within {}.", human(limit)).into(),
         ),
     }
 }
@@ -326,10 +328,13 @@ enum Lock<'a> {
     Shared(tokio::sync::RwLockReadGuard<'a, ()>),
 }
 
-fn interrupted() -> (ToolOutcome, String) {
+/// How a call ended: its outcome, and what the model is given.
+type Ended = (ToolOutcome, ToolOutput);
+
+fn interrupted() -> Ended {
     (
         ToolOutcome::Interrupted,
-        "Interrupted: the user cancelled the turn.".to_owned(),
+        "Interrupted: the user cancelled the turn.".into(),
     )
 }
 
@@ -339,24 +344,27 @@ pub(crate) fn not_run(
     outcome: ToolOutcome,
     content: String,
 ) -> (ToolResult, ToolCallRecord) {
-    finished(call, outcome, content, Duration::ZERO)
+    finished(call, outcome, content.into(), Duration::ZERO)
 }
 
 fn finished(
     call: &ToolCall,
     outcome: ToolOutcome,
-    content: String,
+    output: ToolOutput,
     duration: Duration,
 ) -> (ToolResult, ToolCallRecord) {
-    let result = ToolResult {
-        call_id: call.id.clone(),
-        content: content.clone(),
-        is_error: !outcome.is_ok(),
-    };
+    let ToolOutput { text, images } = output;
+    let result = if outcome.is_ok() {
+        ToolResult::ok(&call.id, text.clone())
+    } else {
+        ToolResult::error(&call.id, text.clone())
+    }
+    .with_images(images.clone());
     let record = ToolCallRecord {
         call: call.clone(),
         outcome,
-        content,
+        content: text,
+        images,
         duration,
     };
     (result, record)

@@ -1,9 +1,10 @@
 //! What one turn is given.
 
 use super::output::Output;
+use crate::message::Image;
 
-/// What a turn is given: the user's text and, when wanted, who sent it and
-/// the shape of the answer. [`Agent::handle`](super::Agent::handle) and
+/// What a turn is given: the user's text and, when wanted, images, who sent
+/// it and the shape of the answer. [`Agent::handle`](super::Agent::handle) and
 /// [`Agent::stream`](super::Agent::stream) take one, or just the text.
 ///
 /// # Examples
@@ -26,6 +27,8 @@ use super::output::Output;
 pub struct TurnRequest {
     /// The user's message.
     pub text: String,
+    /// Images sent with it, after the text.
+    pub images: Vec<Image>,
     /// Who sent it, when the front end knows: confirmation requests carry
     /// it ([`ConfirmRequest::user`](crate::confirm::ConfirmRequest::user)),
     /// so a chat bot can let only them answer.
@@ -42,6 +45,20 @@ impl TurnRequest {
             text: text.into(),
             ..Self::default()
         }
+    }
+
+    /// Sends an image with the message (call once per image).
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::{Image, agent::TurnRequest};
+    /// let request = TurnRequest::new("What is on this photo?").image(Image::jpeg(vec![0xff, 0xd8, 0xff]));
+    /// assert_eq!(request.images.len(), 1);
+    /// ```
+    #[must_use]
+    pub fn image(mut self, image: Image) -> Self {
+        self.images.push(image);
+        self
     }
 
     /// Says who sent the message.

@@ -18,6 +18,13 @@ use crate::provider::{
     Assembled, Assembler, ChatRequest, OutputFormat, ProviderError, StreamEvent, ToolChoice,
 };
 
+/// The user's message of a turn: its text, then its images.
+fn user_message(request: &TurnRequest) -> Message {
+    let mut parts = vec![Part::text(&request.text)];
+    parts.extend(request.images.iter().cloned().map(Part::Image));
+    Message::new(Role::User, parts)
+}
+
 /// Runs one turn of `conversation`.
 pub(super) async fn run(
     inner: &Inner,
@@ -54,7 +61,7 @@ pub(super) async fn run(
         bad_arguments: HashMap::new(),
         typed,
     }
-    .run(&request.text)
+    .run(user_message(request))
     .instrument(span)
     .await
 }
@@ -81,7 +88,7 @@ enum CallEnd {
 }
 
 impl<S: EventSink> Turn<'_, S> {
-    async fn run(mut self, text: &str) -> Result<Reply> {
+    async fn run(mut self, user: Message) -> Result<Reply> {
         let _turn = tokio::select! {
             guard = self.inner.locks.lock(&self.conversation) => guard,
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
@@ -90,7 +97,6 @@ impl<S: EventSink> Turn<'_, S> {
         // earlier turn is not this turn's work.
         let mut spent = Spent::new();
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
-        let user = Message::user(text);
         self.store(std::slice::from_ref(&user)).await?;
         history.push(user);
 

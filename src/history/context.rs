@@ -21,8 +21,8 @@ impl<F: Fn(&Message) -> usize + Send + Sync + 'static> TokenEstimator for F {
 }
 
 /// One token per three characters of text, arguments and results, plus a few
-/// for each message's framing: rough, and on the high side for English and
-/// code, so a budget it approves fits.
+/// for each message's framing, plus [`IMAGE_TOKENS`] for each image: rough,
+/// and on the high side for English and code, so a budget it approves fits.
 ///
 /// # Examples
 /// ```
@@ -47,11 +47,19 @@ impl TokenEstimator for CharEstimate {
                 }
                 Part::ToolResult(result) => result.content.chars().count() + result.call_id.len(),
                 Part::Opaque(opaque) => opaque.value.to_string().len(),
+                // Counted below, with the images of tool results.
+                Part::Image(_) => 0,
             })
             .sum();
-        chars.div_ceil(3) + 4
+        chars.div_ceil(3) + 4 + message.images().count() * IMAGE_TOKENS
     }
 }
+
+/// What [`CharEstimate`] counts for an image: about what Anthropic charges
+/// for a large one (1.15 megapixels); `OpenAI` charges 765 for a 1024×1024
+/// image at high detail, Gemini 258 a tile. Images are sent as they are, so
+/// the estimate errs high, like the rest.
+pub const IMAGE_TOKENS: usize = 1_600;
 
 /// How much of a conversation is sent to the model.
 ///

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-pub use context::{CharEstimate, Compaction, ContextPolicy, TokenEstimator};
+pub use context::{CharEstimate, Compaction, ContextPolicy, IMAGE_TOKENS, TokenEstimator};
 pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use memory::MemoryHistory;
 #[cfg(feature = "sqlite")]

@@ -11,11 +11,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::arguments::{normalize, parse_whole};
-use super::{Constraints, IntoToolOutput, Tool, ToolContext, ToolError, fill_placeholders};
+use super::{
+    Constraints, IntoToolOutput, Tool, ToolContext, ToolError, ToolOutput, fill_placeholders,
+};
 use crate::message::ToolSpec;
 
 type Handler =
-    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<String, ToolError>> + Send + Sync;
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
 
 /// A tool made by [`from_fn`].
 #[derive(Clone)]
@@ -86,7 +88,7 @@ where
     let checked = Arc::clone(&constraints);
     let handler = move |arguments: Value,
                         ctx: ToolContext|
-          -> BoxFuture<'static, Result<String, ToolError>> {
+          -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let parsed = parse::<A>(&tool, arguments, &checked);
         let f = Arc::clone(&f);
         Box::pin(async move { f(parsed?, ctx).await.into_tool_output() })
@@ -145,7 +147,11 @@ impl Tool for FnTool {
         &self.spec
     }
 
-    fn call(&self, arguments: Value, ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>> {
+    fn call(
+        &self,
+        arguments: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         (self.handler)(arguments, ctx)
     }
 

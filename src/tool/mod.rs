@@ -57,7 +57,7 @@ use crate::message::ToolSpec;
 /// impl Tool for Uptime {
 ///     fn spec(&self) -> &ToolSpec { &self.spec }
 ///     fn call(&self, _args: Value, _ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>> {
-///         Box::pin(async { Ok("up 3 days".to_owned()) })
+///         Box::pin(async { Ok("up 3 days".into()) })
 ///     }
 /// }
 ///
@@ -72,9 +72,14 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs the tool. Called only after the agent checked that the tool is
     /// enabled and available, and got the user's approval if
-    /// [`confirmation`](Self::confirmation) asked for it. The returned text,
-    /// or the error's message, is what the model reads.
-    fn call(&self, arguments: Value, ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>>;
+    /// [`confirmation`](Self::confirmation) asked for it. The returned
+    /// output (text, and images if any), or the error's message, is what
+    /// the model reads; `Ok("text".into())` for text alone.
+    fn call(
+        &self,
+        arguments: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
 
     /// The tool's name; by default the spec's.
     fn name(&self) -> &str {
@@ -321,40 +326,122 @@ impl<E: std::error::Error> From<E> for ToolError {
     }
 }
 
+/// What a tool gives the model: text, and images after it (a screenshot, a
+/// chart). Most tools return text alone: `"done".into()`.
+///
+/// # Examples
+/// ```
+/// use ferrobot::{Image, tool::ToolOutput};
+/// let shot = ToolOutput::text("The login page:").image(Image::png(vec![0x89, b'P', b'N', b'G']));
+/// assert_eq!(shot.text, "The login page:");
+/// assert_eq!(shot.images.len(), 1);
+/// let plain: ToolOutput = "42".into();
+/// assert!(plain.images.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolOutput {
+    /// What the model reads.
+    pub text: String,
+    /// What the model sees, after the text.
+    pub images: Vec<crate::message::Image>,
+}
+
+impl ToolOutput {
+    /// Text alone.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+
+    /// With an image after the text.
+    #[must_use]
+    pub fn image(mut self, image: crate::message::Image) -> Self {
+        self.images.push(image);
+        self
+    }
+}
+
+/// Text alone equals its text: `assert_eq!(output, "42")`.
+impl PartialEq<str> for ToolOutput {
+    fn eq(&self, text: &str) -> bool {
+        self.images.is_empty() && self.text == text
+    }
+}
+
+impl PartialEq<String> for ToolOutput {
+    fn eq(&self, text: &String) -> bool {
+        *self == **text
+    }
+}
+
+impl PartialEq<&str> for ToolOutput {
+    fn eq(&self, text: &&str) -> bool {
+        *self == **text
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(text: &str) -> Self {
+        Self::text(text)
+    }
+}
+
 /// What a tool function may return: text as is, `()` as a short success note,
-/// JSON values and numbers as their JSON text, and `Result`s whose error goes
+/// JSON values and numbers as their JSON text, a [`ToolOutput`] or an
+/// [`Image`](crate::Image) to show images, and `Result`s whose error goes
 /// to the model as an error result.
 pub trait IntoToolOutput {
-    /// Converts into the text the model reads, or an error.
+    /// Converts into what the model reads and sees, or an error.
     ///
     /// # Errors
     /// When the value is itself a failure.
-    fn into_tool_output(self) -> Result<String, ToolError>;
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError>;
 }
 
-impl IntoToolOutput for String {
-    fn into_tool_output(self) -> Result<String, ToolError> {
+impl IntoToolOutput for ToolOutput {
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
         Ok(self)
     }
 }
 
+impl IntoToolOutput for crate::message::Image {
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::default().image(self))
+    }
+}
+
+impl IntoToolOutput for String {
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        Ok(self.into())
+    }
+}
+
 impl IntoToolOutput for &str {
-    fn into_tool_output(self) -> Result<String, ToolError> {
-        Ok(self.to_owned())
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        Ok(self.into())
     }
 }
 
 impl IntoToolOutput for () {
-    fn into_tool_output(self) -> Result<String, ToolError> {
-        Ok("Done.".to_owned())
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        Ok("Done.".into())
     }
 }
 
 impl IntoToolOutput for Value {
-    fn into_tool_output(self) -> Result<String, ToolError> {
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
         Ok(match self {
-            Value::String(s) => s,
-            other => other.to_string(),
+            Value::String(s) => s.into(),
+            other => other.to_string().into(),
         })
     }
 }
@@ -362,8 +449,8 @@ impl IntoToolOutput for Value {
 macro_rules! display_output {
     ($($t:ty),*) => {$(
         impl IntoToolOutput for $t {
-            fn into_tool_output(self) -> Result<String, ToolError> {
-                Ok(self.to_string())
+            fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+                Ok(self.to_string().into())
             }
         }
     )*};
@@ -378,19 +465,21 @@ display_output!(
 /// ```
 /// use ferrobot::tool::{IntoToolOutput, Json};
 /// let out = Json(vec![1, 2]).into_tool_output().unwrap();
-/// assert_eq!(out, "[1,2]");
+/// assert_eq!(out.text, "[1,2]");
 /// ```
 #[derive(Debug, Clone)]
 pub struct Json<T>(pub T);
 
 impl<T: serde::Serialize> IntoToolOutput for Json<T> {
-    fn into_tool_output(self) -> Result<String, ToolError> {
-        serde_json::to_string(&self.0).map_err(ToolError::from)
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        serde_json::to_string(&self.0)
+            .map(ToolOutput::text)
+            .map_err(ToolError::from)
     }
 }
 
 impl<T: IntoToolOutput, E: fmt::Display> IntoToolOutput for Result<T, E> {
-    fn into_tool_output(self) -> Result<String, ToolError> {
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
         self.map_err(ToolError::new)?.into_tool_output()
     }
 }

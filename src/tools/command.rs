@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::message::ToolSpec;
 use crate::tool::arguments::normalize;
-use crate::tool::{Constraints, Tool, ToolContext, ToolError, fill_placeholders};
+use crate::tool::{Constraints, Tool, ToolContext, ToolError, ToolOutput, fill_placeholders};
 
 /// A tool that runs a program with arguments filled from the model's.
 ///
@@ -169,7 +169,7 @@ impl CommandTool {
             .collect())
     }
 
-    async fn run(&self, arguments: Value) -> Result<String, ToolError> {
+    async fn run(&self, arguments: Value) -> Result<ToolOutput, ToolError> {
         let values = Value::Object(self.values(&arguments)?);
         let argv: Vec<String> = self
             .command
@@ -215,7 +215,7 @@ impl CommandTool {
             |c| format!("exit status {c}"),
         );
         if output.status.success() {
-            Ok(format!("{status}\n{text}"))
+            Ok(format!("{status}\n{text}").into())
         } else {
             Err(ToolError::new(format!("{status}\n{text}")))
         }
@@ -332,7 +332,7 @@ impl Tool for CommandTool {
         &self,
         arguments: Value,
         _ctx: ToolContext,
-    ) -> BoxFuture<'_, Result<String, ToolError>> {
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(self.run(arguments))
     }
 

@@ -248,7 +248,7 @@ mod tool_macro {
         #[tool(platforms = ["linux", "windows"], requires = ["nvidia-smi"])]
         pub async fn gpu_info() -> std::io::Result<String> {
             let out = tokio::process::Command::new("nvidia-smi").arg("-L").output().await?;
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned().into())
         }
     }
 
@@ -339,7 +339,7 @@ async fn from_fn_with_an_arguments_struct() {
 }
 
 mod by_hand {
-    use ferrobot::tool::{Tool, ToolContext, ToolError};
+    use ferrobot::tool::{Tool, ToolContext, ToolError, ToolOutput};
     use ferrobot::ToolSpec;
     use futures_util::future::BoxFuture;
     use serde_json::{Value, json};
@@ -360,10 +360,10 @@ mod by_hand {
             &self.spec
         }
 
-        fn call(&self, _arguments: Value, _ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>> {
+        fn call(&self, _arguments: Value, _ctx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
             Box::pin(async {
                 let out = std::process::Command::new("nvidia-smi").arg("-L").output()?;
-                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned().into())
             })
         }
 

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 async fn call(tool: &dyn Tool, arguments: Value) -> Result<Value, String> {
     tool.call(arguments, ToolContext::for_test("t"))
         .await
-        .map(|text| serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        .map(|out| serde_json::from_str(&out.text).unwrap_or(Value::String(out.text)))
         .map_err(|e| e.message().to_owned())
 }
 
@@ -163,7 +163,8 @@ mod command_tools {
         let out = long
             .call(json!({}), ToolContext::for_test("t"))
             .await
-            .unwrap();
+            .unwrap()
+            .text;
         assert!(
             out.ends_with("[output cut: 588895 characters in all]"),
             "{out}"

@@ -85,7 +85,7 @@ pub(crate) fn stand_in(mut func: syn::ItemFn) -> TokenStream {
                 &self,
                 _: ::ferrobot::__private::Value,
                 _: ::ferrobot::ToolContext,
-            ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+            ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::ferrobot::tool::ToolOutput, ::ferrobot::tool::ToolError>> {
                 ::std::unreachable!("`#[tool]` reported an error")
             }
         }
@@ -177,7 +177,7 @@ fn tool_trait_impl(
                 &self,
                 arguments: ::ferrobot::__private::Value,
                 ctx: ::ferrobot::ToolContext,
-            ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+            ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::ferrobot::tool::ToolOutput, ::ferrobot::tool::ToolError>> {
                 ::std::boxed::Box::pin(async move {
                     #call_body
                 })
@@ -228,7 +228,7 @@ pub(crate) fn derive_stand_in(input: &syn::DeriveInput) -> TokenStream {
                     &self,
                     _: ::ferrobot::__private::Value,
                     _: ::ferrobot::ToolContext,
-                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::std::string::String, ::ferrobot::tool::ToolError>> {
+                ) -> ::ferrobot::__private::BoxFuture<'_, ::std::result::Result<::ferrobot::tool::ToolOutput, ::ferrobot::tool::ToolError>> {
                     ::std::unreachable!("`#[derive(Tool)]` reported an error")
                 }
             }

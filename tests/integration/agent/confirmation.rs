@@ -151,9 +151,9 @@ impl ferrobot::tool::Tool for Fragile {
         &self,
         _: Value,
         _: ferrobot::ToolContext,
-    ) -> futures_util::future::BoxFuture<'_, Result<String, ToolError>> {
+    ) -> futures_util::future::BoxFuture<'_, Result<ferrobot::tool::ToolOutput, ToolError>> {
         assert!(self.spec.name != "builds", "could not build the future");
-        Box::pin(async { Ok("fine".to_owned()) })
+        Box::pin(async { Ok("fine".into()) })
     }
 
     fn confirmation(&self, _: &Value) -> Option<String> {
