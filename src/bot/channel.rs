@@ -23,9 +23,16 @@ pub struct Incoming {
     pub conversation: String,
     /// Who sent it, as the platform names users.
     pub user: String,
-    /// What they wrote; empty for a message without text (a photo, a
-    /// voice note), which [`serve`] answers by saying it reads only text.
+    /// What they wrote (a photo's caption); may be empty when images came.
     pub text: String,
+    /// Images that came with it (photos, image attachments), within the
+    /// platform's and the channel's size limits; the model sees them after
+    /// the text.
+    pub images: Vec<crate::message::Image>,
+    /// What came with it that the model can't be given (a voice note, a
+    /// PDF, an image over the size limit), each named for the user, e.g.
+    /// `report.pdf (application/pdf)`; [`serve`] says so in its answer.
+    pub unread: Vec<String>,
     /// Where the reply goes when not to `conversation` itself, in the
     /// channel's own terms (a Discord slash command's interaction); passed to
     /// [`Channel::post`] and [`Channel::edit`] in place of the conversation.
@@ -43,8 +50,25 @@ impl Incoming {
             conversation: conversation.into(),
             user: user.into(),
             text: text.into(),
+            images: Vec::new(),
+            unread: Vec::new(),
             reply_to: None,
         }
+    }
+
+    /// With an image the user sent.
+    #[must_use]
+    pub fn image(mut self, image: crate::message::Image) -> Self {
+        self.images.push(image);
+        self
+    }
+
+    /// With something the user sent that the model can't be given, named
+    /// for them.
+    #[must_use]
+    pub fn unread(mut self, what: impl Into<String>) -> Self {
+        self.unread.push(what.into());
+        self
     }
 
     /// The reply goes to `target` instead of the conversation.

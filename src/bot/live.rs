@@ -18,7 +18,8 @@ const TYPING_EVERY: Duration = Duration::from_secs(4);
 
 const FRESH: &str = "Started a fresh conversation. The earlier one is kept in the history.";
 const NOTHING: &str = "(no output)";
-const ONLY_TEXT: &str = "I can only read text for now: please write your question (a photo, file or voice note doesn't reach me).";
+const NOTHING_READ: &str =
+    "I read text and images (photos, PNG, JPEG, GIF or WebP): please write your question.";
 /// How long drafts wait after the platform refused one.
 const DRAFT_PAUSE: Duration = Duration::from_secs(5);
 const CUT_SHORT: &str = "The answer was cut short by an internal error; please ask again.";
@@ -79,6 +80,13 @@ impl Sessions {
     }
 }
 
+/// Sends a whole answer, logging a failure.
+async fn send(channel: &dyn Channel, chat: &str, target: &str, text: &str) {
+    if let Err(error) = channel.send(target, text).await {
+        tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
+    }
+}
+
 /// Answers one incoming message.
 pub(super) async fn answer(
     agent: &Agent,
@@ -88,9 +96,15 @@ pub(super) async fn answer(
 ) {
     let chat = incoming.conversation.as_str();
     let target = incoming.reply_to.as_deref().unwrap_or(chat);
-    let answered_here = if incoming.text.trim().is_empty() {
-        // A photo, a sticker, a voice note: nothing the model could read.
-        Some(ONLY_TEXT)
+    let unread = (!incoming.unread.is_empty()).then(|| {
+        format!(
+            "This didn't reach me: {}. I read text and images (PNG, JPEG, GIF or WebP).",
+            incoming.unread.join(", ")
+        )
+    });
+    let answered_here = if incoming.text.trim().is_empty() && incoming.images.is_empty() {
+        // A sticker, a voice note, a file: nothing the model could read.
+        Some(unread.as_deref().unwrap_or(NOTHING_READ))
     } else if Builtin::parse(&incoming.text) == Some(Builtin::New) {
         sessions.renew(chat);
         Some(FRESH)
@@ -98,16 +112,17 @@ pub(super) async fn answer(
         None
     };
     if let Some(answer) = answered_here {
-        if let Err(error) = channel.send(target, answer).await {
-            tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
-        }
+        send(channel, chat, target, answer).await;
         return;
     }
+    if let Some(unread) = &unread {
+        // Said first, so the answer that follows is read knowing it.
+        send(channel, chat, target, unread).await;
+    }
     let conversation = sessions.current(agent, chat).await;
-    let mut events = agent.stream(
-        &conversation,
-        crate::agent::TurnRequest::new(incoming.text.as_str()).user(incoming.user.as_str()),
-    );
+    let mut request = crate::agent::TurnRequest::new(incoming.text.as_str()).user(incoming.user);
+    request.images = incoming.images;
+    let mut events = agent.stream(&conversation, request);
     let mut reply = LiveReply::new(channel, chat, target);
     let mut busy = false;
     let mut typing = tokio::time::interval(TYPING_EVERY);

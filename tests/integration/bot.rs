@@ -313,17 +313,57 @@ async fn the_command_menu_follows_the_tools_once_they_settle() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_message_without_text_is_told_that_only_text_is_read() {
+async fn a_message_with_nothing_to_read_is_told_what_is_read() {
     let channel = Arc::new(FakeChannel {
-        incoming: vec![Incoming::new("chat-1", "ann", "")],
+        incoming: vec![
+            Incoming::new("chat-1", "ann", ""),
+            Incoming::new("chat-2", "bob", "").unread("voice note (audio/ogg)"),
+        ],
         ..FakeChannel::default()
     });
     let mock = MockProvider::replying("unused");
     let agent = Agent::builder().provider(mock.clone()).build();
     serve(agent, channel.clone()).await.unwrap();
-    let sent = channel.sent.lock().unwrap().clone();
-    assert_eq!(sent.len(), 1, "{sent:?}");
+    let mut sent = channel.sent.lock().unwrap().clone();
+    sent.sort();
+    assert_eq!(sent.len(), 2, "{sent:?}");
     assert_eq!(sent[0].0, "chat-1");
-    assert!(sent[0].1.starts_with("I can only read text"), "{sent:?}");
+    assert!(sent[0].1.starts_with("I read text and images"), "{sent:?}");
+    assert_eq!(
+        sent[1].1,
+        "This didn't reach me: voice note (audio/ogg). I read text and images (PNG, JPEG, GIF or WebP)."
+    );
     assert!(mock.requests().is_empty(), "the model saw nothing");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_photo_goes_to_the_model_with_its_caption() {
+    let photo = ferrobot::Image::jpeg(vec![0xff, 0xd8, 0xff, 0xe0]);
+    let channel = Arc::new(FakeChannel {
+        incoming: vec![
+            Incoming::new("chat-1", "ann", "what is this?")
+                .image(photo.clone())
+                .unread("notes.pdf (application/pdf)"),
+            Incoming::new("chat-2", "bob", "").image(photo.clone()),
+        ],
+        ..FakeChannel::default()
+    });
+    let mock = MockProvider::replying("A cat.");
+    let agent = Agent::builder().provider(mock.clone()).build();
+    serve(agent, channel.clone()).await.unwrap();
+    let mut requests = mock.requests();
+    requests.sort_by_key(|r| r.messages[0].text());
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let images: Vec<_> = request.messages[0].images().cloned().collect();
+        assert_eq!(images, [photo.clone()]);
+    }
+    assert_eq!(requests[1].messages[0].text(), "what is this?");
+    let sent = channel.sent.lock().unwrap().clone();
+    assert!(
+        sent.iter()
+            .any(|(chat, text)| chat == "chat-1"
+                && text.starts_with("This didn't reach me: notes.pdf")),
+        "{sent:?}"
+    );
 }

@@ -40,6 +40,10 @@ pub(crate) enum Command {
         /// One JSON object per event per line on stdout, for scripts.
         #[arg(long)]
         json: bool,
+        /// Send this image (PNG, JPEG, GIF or WebP) with the prompt; repeat
+        /// for several.
+        #[arg(long = "image", value_name = "FILE")]
+        images: Vec<std::path::PathBuf>,
         /// Answer with exactly one JSON value matching the JSON Schema in
         /// this file, printed on stdout (exit 0), or say why not on stderr
         /// (exit 1). Tools still run first.

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ferrobot::agent::Builtin;
+use ferrobot::Image;
+use ferrobot::agent::{Builtin, TurnRequest};
 use ferrobot::confirm::ConfirmRequest;
 use ferrobot::provider::Provider;
 use ferrobot_app::{LoadedConfig, ToolState, TurnTrace};
@@ -59,7 +60,8 @@ impl Input {
 
 /// The chat: a line editor with persistent input history (it also reads
 /// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits,
-/// `/new` starts a fresh conversation; tools that ask get a y/N question.
+/// `/new` starts a fresh conversation, `:image PATH` attaches an image to the
+/// next message; tools that ask get a y/N question.
 pub(crate) async fn chat(
     loaded: &LoadedConfig,
     args: &ConversationArgs,
@@ -89,10 +91,16 @@ pub(crate) async fn chat(
     }
     let _tools = ferrobot_app::watch_tools_file(loaded.tools_file_path(), &agent);
     let mut show_reasoning = true;
+    // Images attached with `:image`, sent with the next message.
+    let mut images: Vec<Image> = Vec::new();
     while let Some(line) = input.line("› ").await {
         let line = line.trim();
         if line == "exit" || line == "quit" {
             break;
+        }
+        if let Some(path) = line.strip_prefix(":image") {
+            attach(path.trim(), &mut images);
+            continue;
         }
         if line == ":reasoning" {
             show_reasoning = !show_reasoning;
@@ -112,7 +120,9 @@ pub(crate) async fn chat(
             );
             continue;
         }
-        let mut events = agent.stream(&conversation, line);
+        let mut request = TurnRequest::new(line);
+        request.images = std::mem::take(&mut images);
+        let mut events = agent.stream(&conversation, request);
         let cancel = events.cancellation();
         let interrupt = tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -133,4 +143,31 @@ pub(crate) async fn chat(
         interrupt.abort();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `:image PATH`: reads the image to send with the next message, or says
+/// why it can't.
+fn attach(path: &str, images: &mut Vec<Image>) {
+    if path.is_empty() {
+        eprintln!(
+            "Usage: :image PATH (a PNG, JPEG, GIF or WebP file, sent with your next message)"
+        );
+        return;
+    }
+    // `~/…` as a shell would read it.
+    let path = match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    };
+    match Image::read(&path) {
+        Ok(image) => {
+            eprintln!(
+                "Attached {} {}; it goes with your next message.",
+                path.display(),
+                image.describe()
+            );
+            images.push(image);
+        }
+        Err(error) => eprintln!("{error}"),
+    }
 }

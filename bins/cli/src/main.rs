@@ -61,6 +61,7 @@ async fn main() -> ExitCode {
         Some(Command::Run {
             prompt,
             json,
+            images,
             output_schema,
             yes,
             conversation,
@@ -68,6 +69,7 @@ async fn main() -> ExitCode {
             run(
                 &loaded,
                 &prompt,
+                &images,
                 Print {
                     json,
                     output_schema,

@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ferrobot::AgentEvent;
 use ferrobot::agent::{Output, Status, ToolOutcome, TurnRequest};
+use ferrobot::{AgentEvent, Image};
 use ferrobot_app::{LoadedConfig, TurnTrace, append_trace};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -27,11 +27,15 @@ pub(crate) struct Print {
 pub(crate) async fn run(
     loaded: &LoadedConfig,
     prompt: &str,
+    images: &[std::path::PathBuf],
     print: Print,
     yes: bool,
     args: &ConversationArgs,
 ) -> anyhow::Result<ExitCode> {
     let mut request = TurnRequest::new(prompt);
+    for path in images {
+        request = request.image(Image::read(path)?);
+    }
     if let Some(path) = &print.output_schema {
         request = request.output(output_schema(path)?);
     }

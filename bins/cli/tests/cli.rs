@@ -294,6 +294,82 @@ async fn run_output_schema_says_why_no_answer_fits_and_exits_1() {
     );
 }
 
+/// The first bytes of a PNG file: enough for ferrobot to know the format.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+
+/// The images of the last user message a request sent, as data URIs.
+fn sent_images(request: &wiremock::Request) -> Vec<String> {
+    let body: serde_json::Value = request.body_json().unwrap();
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    user["content"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| p["image_url"]["url"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn run_image_sends_the_file_with_the_prompt() {
+    let home = Home::new("cli-image");
+    let server = llm(vec![text_sse("A login page.")]).await;
+    let url = format!("{}/v1", server.uri());
+    let shot = home.path().join("shot.png");
+    std::fs::write(&shot, PNG).unwrap();
+    let shot = shot.to_string_lossy().into_owned();
+    let output = ferrobot(
+        &home,
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "run",
+            "--image",
+            &shot,
+            "what is this?",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "A login page.\n");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(
+        sent_images(&requests[0]),
+        ["data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="]
+    );
+
+    let notes = home.path().join("notes.txt");
+    std::fs::write(&notes, "not an image").unwrap();
+    let refused = ferrobot(
+        &home,
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "run",
+            "--image",
+            &notes.to_string_lossy(),
+            "x",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("not a PNG, JPEG, GIF or WebP image"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
 #[tokio::test]
 async fn an_unreachable_server_is_a_friendly_error_and_exit_code_1() {
     let home = Home::new("cli-down");
@@ -597,6 +673,39 @@ async fn the_chat_reads_piped_lines_and_asks_before_tools_that_want_it() {
             .join("data/ferrobot/input_history.txt")
             .is_file()
     );
+}
+
+#[tokio::test]
+async fn image_in_the_chat_goes_with_the_next_message() {
+    let home = Home::new("cli-chat-image");
+    let server = llm(vec![text_sse("A cat."), text_sse("Yes.")]).await;
+    let url = format!("{}/v1", server.uri());
+    let photo = home.path().join("cat.png");
+    std::fs::write(&photo, PNG).unwrap();
+    let input = format!(
+        ":image {}\n:image missing.png\nwhat is this?\nsure?\n",
+        photo.display()
+    );
+    let output = chat(&home, &url, input.as_bytes());
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("Attached"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("could not read the image missing.png"),
+        "{}",
+        stderr(&output)
+    );
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(sent_images(&requests[0]).len(), 1);
+    // Only the next message: the one after has none of its own.
+    let second: serde_json::Value = requests[1].body_json().unwrap();
+    let last = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"], "sure?");
 }
 
 #[tokio::test]
