@@ -9,6 +9,9 @@ mod anthropic;
 // `Gemini`: corpus replay, thought signatures, errors, switching dialects.
 #[cfg(all(feature = "gemini", feature = "openai"))]
 mod gemini;
+// Typed answers through Anthropic's output tool, over loopback.
+#[cfg(all(feature = "anthropic", feature = "openai"))]
+mod typed_wire;
 // `OpenAiResponses`: corpus replay, reasoning items sent back, failures.
 #[cfg(all(feature = "responses", feature = "openai"))]
 mod responses;

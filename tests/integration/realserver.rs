@@ -64,3 +64,63 @@ async fn the_real_servers_context_window_is_read() {
     let window = provider.context_window().await.unwrap();
     assert_eq!(window, Some(ferrobot::provider::ContextWindow::new(4096)));
 }
+
+/// A forecast: nested objects, arrays, enums and integer ranges.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Forecast {
+    city: String,
+    #[schemars(length(min = 1, max = 3))]
+    days: Vec<Day>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Day {
+    sky: Sky,
+    #[schemars(range(min = -30, max = 45))]
+    celsius: i32,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Sky {
+    Sunny,
+    Cloudy,
+    Rain,
+}
+
+/// A typed answer through llama.cpp's grammar (`response_format`), after
+/// the tool round: the tiny model writes nonsense, but the grammar keeps it
+/// inside the schema, and the answer is read into the type.
+#[tokio::test]
+async fn a_typed_answer_from_a_real_llama_cpp_server_after_its_tool_round() {
+    let Some(server) = RealServer::shared() else {
+        return;
+    };
+    let provider = OpenAiCompatible::new(server.base_url())
+        .model(server.model())
+        .temperature(0.0);
+    let weather = ferrobot::tool::from_fn(
+        "get_weather",
+        "The weather in a city.",
+        |place: Place, _| async move { format!("Sunny in {}.", place.city) },
+    );
+    let agent = Agent::builder().provider(provider).tool(weather).build();
+    let reply = agent
+        .handle(
+            "typed",
+            ferrobot::agent::TurnRequest::new("The forecast for Paris?")
+                .output(ferrobot::agent::Output::of::<Forecast>()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.tool_calls.len(), 1, "the tool round came first");
+    let forecast: Forecast = serde_json::from_value(reply.output.unwrap()).unwrap();
+    assert!((1..=3).contains(&forecast.days.len()), "{forecast:?}");
+    assert!(
+        forecast
+            .days
+            .iter()
+            .all(|d| (-30..=45).contains(&d.celsius)),
+        "{forecast:?}"
+    );
+}
