@@ -118,3 +118,18 @@ async fn cancellation() {
         let err = events.into_reply().await.unwrap_err();
         assert!(matches!(err, ferrobot::Error::Cancelled));
 }
+
+/// "Handing it messages": a turn request with an image; compiled, not run
+/// (it reads a file).
+#[allow(dead_code)]
+async fn handing_it_images(agent: ferrobot::Agent) -> Result<(), Box<dyn std::error::Error>> {
+use ferrobot::agent::TurnRequest;
+use ferrobot::Image;
+
+let request = TurnRequest::new("What is wrong on this screen?")
+    .image(Image::read("screenshot.png")?)    // images, after the text
+    .user("alice");                            // who sent it
+let reply = agent.handle("support", request).await?;
+    assert!(!reply.text.is_empty());
+    Ok(())
+}
