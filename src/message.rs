@@ -13,6 +13,8 @@ use std::ops::{Add, AddAssign};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+#[cfg(feature = "__http")]
+pub(crate) use image::human_size;
 pub use image::{Image, ImageError};
 
 /// Who wrote a message.

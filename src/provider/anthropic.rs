@@ -4,11 +4,12 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::dialect::{Decode, Dialect, Endpoint, Events, Http, KeyHeader, encode, json};
+use super::images;
 use super::{
     ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
     ToolChoice,
 };
-use crate::message::{Message, Opaque, Part, Role, Usage};
+use crate::message::{Image, Message, Opaque, Part, Role, Usage};
 
 /// Marks reasoning signed by Anthropic.
 const SIGNED: &str = "anthropic";
@@ -89,6 +90,7 @@ impl Dialect for Messages {
         endpoint: &Endpoint,
         request: &ChatRequest<'_>,
     ) -> Result<Vec<u8>, ProviderError> {
+        images::check(Self::NAME, &images::ANTHROPIC, request.messages)?;
         let mut max_tokens = request
             .settings
             .max_tokens
@@ -198,18 +200,32 @@ fn tool_choice(choice: &ToolChoice, thinking: bool) -> Option<Value> {
 
 /// The conversation as Messages API turns. Reasoning goes back only when
 /// Anthropic signed it; other dialects' reasoning is dropped, never sent
-/// malformed.
+/// malformed. A user's images follow their text as `image` blocks, and a
+/// tool's follow its text inside its `tool_result`, whose `content` may be a
+/// list of `text` and `image` blocks (the tool use guide, "Handling tool use
+/// and tool results"); without images, both stay plain text.
 fn messages(messages: &[Message]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for message in messages {
         let (role, blocks): (&str, Vec<Value>) = match message.role {
+            Role::User if message.images().next().is_some() => (
+                "user",
+                text_and_images(&message.text(), message.images()),
+            ),
             Role::User | Role::System => ("user", vec![json!({"type": "text", "text": message.text()})]),
             Role::Assistant => ("assistant", message.parts.iter().filter_map(assistant_block).collect()),
             Role::Tool => (
                 "user",
                 message
                     .tool_results_iter()
-                    .map(|r| json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}))
+                    .map(|r| {
+                        let content = if r.images.is_empty() {
+                            json!(r.content)
+                        } else {
+                            Value::Array(text_and_images(&r.content, r.images.iter()))
+                        };
+                        json!({"type": "tool_result", "tool_use_id": r.call_id, "content": content, "is_error": r.is_error})
+                    })
                     .collect(),
             ),
         };
@@ -227,6 +243,30 @@ fn messages(messages: &[Message]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// A `text` block, unless the text is empty (the API refuses empty ones),
+/// then an `image` block per image.
+fn text_and_images<'a>(text: &str, images: impl Iterator<Item = &'a Image>) -> Vec<Value> {
+    (!text.is_empty())
+        .then(|| json!({"type": "text", "text": text}))
+        .into_iter()
+        .chain(images.filter_map(image_block))
+        .collect()
+}
+
+/// An `image` block: its bytes as a `base64` source, or a `url` source the
+/// API fetches (the vision guide). `None` for a stored image, which
+/// `images::check` refused.
+fn image_block(image: &Image) -> Option<Value> {
+    let source = match image {
+        Image::Bytes { media_type, .. } => {
+            json!({"type": "base64", "media_type": media_type, "data": image.base64()?})
+        }
+        Image::Url { url } => json!({"type": "url", "url": url}),
+        Image::Stored { .. } => return None,
+    };
+    Some(json!({"type": "image", "source": source}))
 }
 
 fn assistant_block(part: &Part) -> Option<Value> {

@@ -5,11 +5,12 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 use super::dialect::{Decode, Dialect, Endpoint, Events, Http, KeyHeader, encode, json};
+use super::images;
 use super::{
     ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
     ToolChoice,
 };
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Image, Message, Part, Role, Usage};
 use crate::tool::schema;
 
 /// Marks a thought signature Gemini made.
@@ -99,7 +100,9 @@ impl Dialect for GenerateContent {
         endpoint: &Endpoint,
         request: &ChatRequest<'_>,
     ) -> Result<Vec<u8>, ProviderError> {
-        let mut body = json!({ "contents": contents(request.messages) });
+        images::check(Self::NAME, &images::GEMINI, request.messages)?;
+        let nested = images_in_function_responses(endpoint.model());
+        let mut body = json!({ "contents": contents(request.messages, nested) });
         if let Some(system) = request.system {
             body["systemInstruction"] = json!({"parts": [{"text": system}]});
         }
@@ -172,15 +175,47 @@ impl Dialect for GenerateContent {
     }
 }
 
+/// Whether the model takes a tool's images inside its `functionResponse`,
+/// as `parts` of `inlineData` (the Gemini 3 guide, "Multimodal function
+/// responses"; the API reference's `FunctionResponse.parts`). Gemini 1.x
+/// and 2.x refuse them ("`function_response.parts` is not supported for
+/// this model", <https://github.com/google-gemini/gemini-cli/issues/19436>):
+/// for those, the images go as `inlineData` parts after the turn's function
+/// responses, each result's introduced by a `text` part naming its call.
+/// Other names (Gemini 3 and later, aliases, a proxy's own) get the
+/// documented form.
+fn images_in_function_responses(model: &str) -> bool {
+    let model = model.strip_prefix("models/").unwrap_or(model);
+    !(model.starts_with("gemini-1") || model.starts_with("gemini-2"))
+}
+
+/// `{"inlineData": {"mimeType": …, "data": …}}`, the image's bytes in
+/// base64. `None` for a URL or a stored image, which `images::check`
+/// refused.
+fn inline_data(image: &Image) -> Option<Value> {
+    Some(json!({"inlineData": {"mimeType": image.media_type()?, "data": image.base64()?}}))
+}
+
 /// The conversation as Gemini `contents`. Tool results are matched to their
 /// calls by id to recover the function name Gemini wants; reasoning goes
 /// back only as the thought signature Gemini made, on the part that
-/// followed it.
-fn contents(messages: &[Message]) -> Vec<Value> {
+/// followed it. A user's images follow their text as `inlineData` parts; a
+/// tool's go inside its `functionResponse` where `nested` (see
+/// [`images_in_function_responses`]), else after the turn's responses.
+fn contents(messages: &[Message], nested: bool) -> Vec<Value> {
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut out: Vec<Value> = Vec::new();
     for message in messages {
         let (role, parts): (&str, Vec<Value>) = match message.role {
+            Role::User if message.images().next().is_some() => {
+                let text = message.text();
+                let parts = (!text.is_empty())
+                    .then(|| json!({"text": text}))
+                    .into_iter()
+                    .chain(message.images().filter_map(inline_data))
+                    .collect();
+                ("user", parts)
+            }
             Role::User | Role::System => ("user", vec![json!({"text": message.text()})]),
             Role::Assistant => {
                 let mut parts = Vec::new();
@@ -214,17 +249,35 @@ fn contents(messages: &[Message]) -> Vec<Value> {
                 }
                 ("model", parts)
             }
-            Role::Tool => (
-                "user",
-                message
-                    .tool_results_iter()
-                    .map(|r| {
-                        let name = names.get(r.call_id.as_str()).copied().unwrap_or_default();
-                        let key = if r.is_error { "error" } else { "result" };
-                        json!({"functionResponse": {"name": name, "response": {key: r.content}}})
-                    })
-                    .collect(),
-            ),
+            Role::Tool => {
+                let mut parts = Vec::new();
+                let mut after = Vec::new();
+                for (i, r) in message.tool_results_iter().enumerate() {
+                    let name = names.get(r.call_id.as_str()).copied();
+                    let key = if r.is_error { "error" } else { "result" };
+                    let mut part = json!({"functionResponse": {"name": name.unwrap_or_default(), "response": {key: r.content}}});
+                    if !r.images.is_empty() {
+                        let images = r.images.iter().filter_map(inline_data);
+                        if nested {
+                            part["functionResponse"]["parts"] = images.collect();
+                        } else {
+                            // Gemini sends no call ids: the model knows a
+                            // response by its place and name.
+                            let call = format!(
+                                "function response {} (`{}`)",
+                                i + 1,
+                                name.unwrap_or_default()
+                            );
+                            let intro = images::from_tool(r.images.len(), &call);
+                            after.push(json!({ "text": intro }));
+                            after.extend(images);
+                        }
+                    }
+                    parts.push(part);
+                }
+                parts.extend(after);
+                ("user", parts)
+            }
         };
         if parts.is_empty() {
             continue;

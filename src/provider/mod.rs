@@ -48,6 +48,8 @@ mod frames;
 mod gemini;
 #[cfg(feature = "__http")]
 pub(crate) mod http;
+#[cfg(feature = "__http")]
+mod images;
 mod observe;
 #[cfg(feature = "ollama")]
 mod ollama;

@@ -5,10 +5,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::dialect::{Decode, Dialect, Endpoint, Events, Framing, Http, encode};
+use super::images;
 use super::{
     ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
 };
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Image, Message, Part, Role, Usage};
 
 /// A client for Ollama's native API (`/api/chat`): reasoning from
 /// `message.thinking`, tool calls with object arguments, `done_reason`, and
@@ -82,6 +83,7 @@ impl Dialect for OllamaChat {
         endpoint: &Endpoint,
         request: &ChatRequest<'_>,
     ) -> Result<Vec<u8>, ProviderError> {
+        images::check(Self::NAME, &images::OLLAMA, request.messages)?;
         let mut options = self.options.clone();
         if let Some(t) = request.settings.temperature.or(endpoint.temperature()) {
             options.insert("temperature".into(), json!(t));
@@ -205,7 +207,9 @@ struct RequestBody<'a> {
 }
 
 /// The conversation in Ollama's shape: tool calls with object arguments and
-/// no ids; tool results as `tool` messages naming the tool.
+/// no ids; tool results as `tool` messages naming the tool. Images, the
+/// user's and a tool's, go in the message's `images`, base64 without a
+/// `data:` prefix (docs/api.md, "Chat request (with images)").
 fn messages(system: Option<&str>, messages: &[Message]) -> Vec<Value> {
     let mut out = Vec::with_capacity(messages.len() + 1);
     if let Some(system) = system {
@@ -215,7 +219,11 @@ fn messages(system: Option<&str>, messages: &[Message]) -> Vec<Value> {
     for message in messages {
         match message.role {
             Role::System => out.push(json!({"role": "system", "content": message.text()})),
-            Role::User => out.push(json!({"role": "user", "content": message.text()})),
+            Role::User => {
+                let mut wire = json!({"role": "user", "content": message.text()});
+                with_images(&mut wire, message.images());
+                out.push(wire);
+            }
             Role::Assistant => {
                 let mut wire = json!({"role": "assistant", "content": message.text() + &message.refusal().unwrap_or_default()});
                 if let Some(thinking) = message.reasoning().filter(|t| !t.is_empty()) {
@@ -244,6 +252,7 @@ fn messages(system: Option<&str>, messages: &[Message]) -> Vec<Value> {
                         if let Some(name) = names.get(&result.call_id) {
                             wire["tool_name"] = json!(name);
                         }
+                        with_images(&mut wire, result.images.iter());
                         out.push(wire);
                     }
                 }
@@ -251,6 +260,15 @@ fn messages(system: Option<&str>, messages: &[Message]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// Sets `images` on a wire message, if there are any. Only bytes are sent:
+/// `images::check` refused URLs and stored images.
+fn with_images<'a>(wire: &mut Value, images: impl Iterator<Item = &'a Image>) {
+    let images: Vec<String> = images.filter_map(Image::base64).collect();
+    if !images.is_empty() {
+        wire["images"] = json!(images);
+    }
 }
 
 #[derive(Deserialize)]

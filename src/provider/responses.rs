@@ -5,11 +5,12 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 use super::dialect::{Decode, Dialect, Endpoint, Events, Http, encode, json};
+use super::images;
 use super::{
     ChatRequest, ContextWindow, FinishReason, Health, ProviderError, StreamEvent, ToolCallDelta,
     ToolChoice,
 };
-use crate::message::{Message, Part, Role, Usage};
+use crate::message::{Image, Message, Part, Role, Usage};
 
 /// Marks a reasoning item of the Responses API; its signature is the item's
 /// `id` and `encrypted_content`, as JSON.
@@ -70,6 +71,7 @@ impl Dialect for Responses {
         endpoint: &Endpoint,
         request: &ChatRequest<'_>,
     ) -> Result<Vec<u8>, ProviderError> {
+        images::check(Self::NAME, &images::OPENAI, request.messages)?;
         let mut body = json!({
             "model": endpoint.model(),
             "input": input(request.messages),
@@ -146,6 +148,10 @@ fn input(messages: &[Message]) -> Vec<Value> {
     let mut items = Vec::new();
     for message in messages {
         match message.role {
+            Role::User if message.images().next().is_some() => {
+                let content = text_and_images(&message.text(), message.images());
+                items.push(json!({"role": "user", "content": content}));
+            }
             Role::User | Role::System => {
                 items.push(json!({"role": "user", "content": message.text()}));
             }
@@ -182,11 +188,38 @@ fn input(messages: &[Message]) -> Vec<Value> {
                 }
             }
             Role::Tool => items.extend(message.tool_results_iter().map(|r| {
-                json!({"type": "function_call_output", "call_id": r.call_id, "output": r.content})
+                // A function's output is text, or a list of `input_text` and
+                // `input_image` items where it showed images (the API
+                // reference, `function_call_output.output`: "Text, image, or
+                // file output of the function tool call").
+                let output = if r.images.is_empty() {
+                    json!(r.content)
+                } else {
+                    Value::Array(text_and_images(&r.content, r.images.iter()))
+                };
+                json!({"type": "function_call_output", "call_id": r.call_id, "output": output})
             })),
         }
     }
     items
+}
+
+/// An `input_text` item, unless the text is empty, then an `input_image`
+/// per image.
+fn text_and_images<'a>(text: &str, images: impl Iterator<Item = &'a Image>) -> Vec<Value> {
+    (!text.is_empty())
+        .then(|| json!({"type": "input_text", "text": text}))
+        .into_iter()
+        .chain(images.filter_map(input_image))
+        .collect()
+}
+
+/// `{"type": "input_image", "image_url": …, "detail": "auto"}`: a `data:` URI
+/// of the bytes or the URL to fetch. `detail` is required in input messages
+/// (`auto` is the API's default). `None` for a stored image, which
+/// `images::check` refused.
+fn input_image(image: &Image) -> Option<Value> {
+    Some(json!({"type": "input_image", "image_url": image.uri()?, "detail": "auto"}))
 }
 
 /// Reads the typed event stream.

@@ -10,8 +10,8 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
-    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
-    weather_tools,
+    Recording, assemble, bodies, body_for, forecast_format, image_conversation, last_round_bodies,
+    recordings, refused, request_body, weather_tools,
 };
 
 fn client(server: &MockServer) -> Anthropic {
@@ -380,4 +380,35 @@ async fn a_structured_answer_is_refused_before_sending() {
          `Provider::native_output` is true)"
     );
     assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+/// A user's images go as `image` blocks after the text (a `base64` source,
+/// or a `url` one); a tool's inside its `tool_result`, whose `content`
+/// becomes a list of `text` and `image` blocks. Written from Anthropic's
+/// documented format (see `image_conversation`).
+#[tokio::test]
+async fn images_are_sent_as_image_blocks() {
+    let server = answering("A cat.").await;
+    let body = body_for(&client(&server), &server, &image_conversation(true)).await;
+    insta::assert_json_snapshot!("anthropic_images", body["messages"]);
+}
+
+/// The API takes 5 MB of base64 per image: one byte more is refused before
+/// sending, naming the image, its size and what to do.
+#[tokio::test]
+async fn an_image_over_five_megabytes_is_refused_before_sending() {
+    let server = answering("A cat.").await;
+    let mut messages = image_conversation(false);
+    // 3,932,160 bytes are 5 MiB in base64.
+    messages[2].parts[0] = Part::ToolResult(
+        ferrobot::ToolResult::ok("call_1", "The screen, now.")
+            .with_images(vec![ferrobot::Image::png(vec![0; 3_932_161])]),
+    );
+    let error = refused(&client(&server), &server, &messages).await;
+    assert_eq!(
+        error.to_string(),
+        "anthropic can't send this request: image 1 of the result of `screenshot` (call \
+         `call_1`, message 3) is 5.2 MB as base64, over the 5 MB per image Anthropic's API \
+         takes: resize or compress it"
+    );
 }

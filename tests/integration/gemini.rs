@@ -9,8 +9,8 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
-    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
-    weather_tools,
+    Recording, assemble, bodies, body_for, forecast_format, image_conversation, last_round_bodies,
+    recordings, refused, request_body, weather_tools,
 };
 
 const STREAM: &str = "/v1beta/models/gemini-test:streamGenerateContent";
@@ -343,4 +343,53 @@ async fn a_structured_answer_is_asked_for_as_a_response_schema() {
     let format = forecast_format();
     let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
     insta::assert_json_snapshot!("gemini_native_output", body);
+}
+
+/// A loopback server answering every request, whatever the model, with
+/// the text `text`.
+async fn answering_any_model(text: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}]}),
+        ]))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A user's images go as `inlineData` parts after the text; a tool's inside
+/// its `functionResponse`, as `parts` (Gemini 3's multimodal function
+/// responses). Written from Gemini's documented format (see
+/// `image_conversation`).
+#[tokio::test]
+async fn images_are_sent_as_inline_data() {
+    let server = answering_any_model("A cat.").await;
+    let provider = client(&server).model("gemini-3-flash-preview");
+    let body = body_for(&provider, &server, &image_conversation(false)).await;
+    insta::assert_json_snapshot!("gemini_images", body["contents"]);
+}
+
+/// Gemini 2.x refuses `functionResponse.parts`, so there a tool's images
+/// follow the turn's function responses, introduced by their call.
+#[tokio::test]
+async fn gemini_2_gets_a_tools_images_after_the_function_responses() {
+    let server = answering_any_model("A cat.").await;
+    let provider = client(&server).model("gemini-2.5-flash");
+    let body = body_for(&provider, &server, &image_conversation(false)).await;
+    insta::assert_json_snapshot!("gemini_2_tool_images", body["contents"][2]);
+}
+
+/// Gemini needs an image's bytes, and ferrobot never fetches one: a URL is
+/// refused before sending, saying what to do.
+#[tokio::test]
+async fn an_image_url_is_refused_before_sending() {
+    let server = answering_any_model("A cat.").await;
+    let error = refused(&client(&server), &server, &image_conversation(true)).await;
+    assert_eq!(
+        error.to_string(),
+        "gemini can't send this request: image 2 of message 1 (the user's) is a URL \
+         (https://example.com/cat.png): Gemini's API needs the image's bytes, and ferrobot \
+         never fetches an image: download it and send `Image::from_bytes(…)`"
+    );
 }

@@ -8,8 +8,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
-    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
-    weather_tools,
+    Recording, assemble, bodies, body_for, forecast_format, image_conversation, last_round_bodies,
+    recordings, refused, request_body, weather_tools,
 };
 
 /// Past the round cap no tools are sent.
@@ -298,4 +298,34 @@ async fn a_structured_answer_is_asked_for_as_format() {
     let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
     assert_eq!(body["format"], format.schema);
     insta::assert_json_snapshot!("ollama_native_output", body);
+}
+
+/// Images, the user's and a tool's, go in the message's `images`, as
+/// base64. Written from Ollama's documented format (see
+/// `image_conversation`).
+#[tokio::test]
+async fn images_are_sent_in_the_messages_images() {
+    let server = answering("A cat.").await;
+    let provider = Ollama::new(server.uri())
+        .model("m")
+        .retry(RetryPolicy::none());
+    let body = body_for(&provider, &server, &image_conversation(false)).await;
+    insta::assert_json_snapshot!("ollama_images", body["messages"]);
+}
+
+/// `images` holds base64 only, and ferrobot never fetches an image: a URL
+/// is refused before sending.
+#[tokio::test]
+async fn an_image_url_is_refused_before_sending() {
+    let server = answering("A cat.").await;
+    let provider = Ollama::new(server.uri())
+        .model("m")
+        .retry(RetryPolicy::none());
+    let error = refused(&provider, &server, &image_conversation(true)).await;
+    assert!(
+        error
+            .to_string()
+            .contains("is a URL (https://example.com/cat.png): Ollama's native API needs"),
+        "{error}"
+    );
 }

@@ -14,7 +14,8 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
-    assemble, bodies, events, forecast_format, last_round_bodies, request_body, weather_tools,
+    assemble, bodies, body_for, events, forecast_format, image_conversation, last_round_bodies,
+    refused, request_body, weather_tools,
 };
 
 fn sse(body: impl Into<String>) -> ResponseTemplate {
@@ -812,4 +813,35 @@ async fn a_forced_call_with_nothing_to_call_is_refused_before_sending() {
         "{error}"
     );
     assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+/// A user's images go as content parts after the text (`image_url`: a
+/// `data:` URI, or the URL); tool messages hold only text, so the image a
+/// tool showed follows the round's tool messages in a user message naming
+/// its call. Written from `OpenAI`'s documented format (see
+/// `image_conversation`).
+#[tokio::test]
+async fn images_are_sent_as_image_url_parts() {
+    let server = server_answering(sse(text_sse("A cat."))).await;
+    let body = body_for(&client(&server), &server, &image_conversation(true)).await;
+    insta::assert_json_snapshot!("openai_images", body["messages"]);
+}
+
+/// A request whose images are over `OpenAI`'s documented 50 MB is refused
+/// before anything is sent, saying what to do.
+#[tokio::test]
+async fn images_over_the_request_limit_are_refused_before_sending() {
+    let server = server_answering(sse(text_sse("A cat."))).await;
+    let big = || ferrobot::Image::png(vec![0; 18 << 20]);
+    let mut messages = image_conversation(false);
+    messages[0]
+        .parts
+        .extend([big(), big(), big()].map(Part::image));
+    let error = refused(&client(&server), &server, &messages).await;
+    assert_eq!(
+        error.to_string(),
+        "openai can't send this request: the request's images come to 56.6 MB, over the \
+         50 MB of images in one request OpenAI's API takes: send fewer or smaller images \
+         (resize or compress them, or leave older ones out of the conversation)"
+    );
 }

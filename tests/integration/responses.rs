@@ -8,8 +8,8 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
-    Recording, assemble, bodies, forecast_format, last_round_bodies, recordings, request_body,
-    weather_tools,
+    Recording, assemble, bodies, body_for, forecast_format, image_conversation, last_round_bodies,
+    recordings, request_body, weather_tools,
 };
 
 fn client(server: &MockServer) -> OpenAiResponses {
@@ -247,4 +247,15 @@ async fn a_structured_answer_is_asked_for_in_text_format() {
     let format = forecast_format();
     let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
     insta::assert_json_snapshot!("responses_native_output", body);
+}
+
+/// A user's images go as `input_image` items after `input_text`; a tool's
+/// in its `function_call_output`, whose `output` becomes a list of
+/// `input_text` and `input_image`. Written from the Responses API's
+/// documented format (see `image_conversation`).
+#[tokio::test]
+async fn images_are_sent_as_input_image_items() {
+    let server = answering("A cat.").await;
+    let body = body_for(&client(&server), &server, &image_conversation(true)).await;
+    insta::assert_json_snapshot!("responses_images", body["input"]);
 }

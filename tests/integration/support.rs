@@ -193,3 +193,77 @@ pub(crate) async fn request_body(
     }
     bodies(server).await.pop().unwrap()
 }
+
+/// A conversation showing images, for the request-body tests: the user's
+/// text with an image's bytes (and one by URL, where `url`), then a round of
+/// two tool calls, the first of which showed an image. The bytes are a few
+/// fakes, so the base64 stays short. The shared corpus holds no recordings
+/// with images, so the bodies each dialect sends for it are written from its
+/// provider's documented wire format.
+pub(crate) fn image_conversation(url: bool) -> Vec<Message> {
+    use ferrobot::{Image, Part, Role, ToolCall, ToolResult};
+    let mut user = vec![
+        Part::text("What is in this picture?"),
+        Part::image(Image::png(vec![1, 2, 3])),
+    ];
+    if url {
+        user.push(Part::image(Image::url("https://example.com/cat.png")));
+    }
+    vec![
+        Message::new(Role::User, user),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Part::ToolCall(ToolCall::new("call_1", "screenshot", serde_json::json!({}))),
+                Part::ToolCall(ToolCall::new(
+                    "call_2",
+                    "get_time",
+                    serde_json::json!({"city": "Paris"}),
+                )),
+            ],
+        ),
+        Message::tool_results([
+            ToolResult::ok("call_1", "The screen, now.")
+                .with_images(vec![Image::jpeg(vec![4, 5, 6])]),
+            ToolResult::ok("call_2", "12:00"),
+        ]),
+    ]
+}
+
+/// The JSON body of one model call over `provider` for `messages`, sent to
+/// `server`, which must answer it well.
+pub(crate) async fn body_for(
+    provider: &dyn Provider,
+    server: &wiremock::MockServer,
+    messages: &[Message],
+) -> serde_json::Value {
+    let mut stream = provider.stream(ChatRequest::new(messages));
+    while let Some(event) = stream.next().await {
+        event.unwrap_or_else(|e| panic!("{}", e.chain()));
+    }
+    bodies(server).await.pop().unwrap()
+}
+
+/// The error of one model call over `provider` for `messages`, which must
+/// be refused before anything reaches `server`.
+pub(crate) async fn refused(
+    provider: &dyn Provider,
+    server: &wiremock::MockServer,
+    messages: &[Message],
+) -> ProviderError {
+    let error = provider
+        .stream(ChatRequest::new(messages))
+        .next()
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(error, ProviderError::InvalidRequest { .. }),
+        "{error:?}"
+    );
+    assert!(
+        server.received_requests().await.unwrap().is_empty(),
+        "nothing is sent"
+    );
+    error
+}

@@ -146,6 +146,7 @@ impl Dialect for ChatCompletions {
         endpoint: &Endpoint,
         request: &ChatRequest<'_>,
     ) -> Result<Vec<u8>, ProviderError> {
+        super::images::check(Self::NAME, &super::images::OPENAI, request.messages)?;
         let unless_extra = |key: &str| !self.extra.contains_key(key);
         let tool_choice = tool_choice(request.tool_choice);
         let response_format = request.output.map(

@@ -12,7 +12,8 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::message::{Message, Part, Role, ToolSpec, Usage};
+use crate::message::{Image, Message, Part, Role, ToolResult, ToolSpec, Usage};
+use crate::provider::images::{self, ToolNames};
 
 // ---- request ----------------------------------------------------------------
 
@@ -44,6 +45,8 @@ pub(super) struct StreamOptions {
 
 /// The system prompt followed by the conversation, one wire message per
 /// message, except tool messages, which become one wire message per result.
+/// Tool messages hold only text, so the images tool results showed follow
+/// the tool messages of their round in one user message.
 pub(super) struct Messages<'a> {
     pub(super) system: Option<&'a str>,
     pub(super) messages: &'a [Message],
@@ -58,8 +61,22 @@ impl Serialize for Messages<'_> {
                 content: system,
             })?;
         }
+        let mut names = ToolNames::default();
+        // Results of the current run of tool messages that showed images.
+        let mut shown: Vec<&ToolResult> = Vec::new();
         for message in self.messages {
+            names.learn(message);
+            if message.role != Role::Tool && !shown.is_empty() {
+                seq.serialize_element(&ToolImages {
+                    results: &shown,
+                    names: &names,
+                })?;
+                shown.clear();
+            }
             match message.role {
+                Role::User if message.images().next().is_some() => {
+                    seq.serialize_element(&UserMessage(message))?;
+                }
                 Role::System | Role::User => {
                     let role = if message.role == Role::System {
                         "system"
@@ -79,9 +96,18 @@ impl Serialize for Messages<'_> {
                             tool_call_id: &result.call_id,
                             content: &result.content,
                         })?;
+                        if !result.images.is_empty() {
+                            shown.push(result);
+                        }
                     }
                 }
             }
+        }
+        if !shown.is_empty() {
+            seq.serialize_element(&ToolImages {
+                results: &shown,
+                names: &names,
+            })?;
         }
         seq.end()
     }
@@ -98,6 +124,110 @@ struct ToolMessage<'a> {
     role: &'static str,
     tool_call_id: &'a str,
     content: &'a str,
+}
+
+/// A user message with images: its text, then its images, as content parts.
+struct UserMessage<'a>(&'a Message);
+
+impl Serialize for UserMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let text = self.0.text();
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("role", "user")?;
+        map.serialize_entry(
+            "content",
+            &ContentParts {
+                text: (!text.is_empty()).then_some(&*text),
+                parts: &self.0.parts,
+            },
+        )?;
+        map.end()
+    }
+}
+
+/// The user message after a round's tool messages that carries the images
+/// their results showed, each result's introduced by which call it was.
+struct ToolImages<'a, 'b> {
+    results: &'b [&'a ToolResult],
+    names: &'b ToolNames<'a>,
+}
+
+impl Serialize for ToolImages<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Parts<'a, 'b>(&'b ToolImages<'a, 'b>);
+        impl Serialize for Parts<'_, '_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(None)?;
+                for result in self.0.results {
+                    // The model knows the call by its id.
+                    let call = match self.0.names.get(&result.call_id) {
+                        Some(name) => format!("the tool call `{}` (`{name}`)", result.call_id),
+                        None => format!("the tool call `{}`", result.call_id),
+                    };
+                    let intro = images::from_tool(result.images.len(), &call);
+                    seq.serialize_element(&TextPart { text: &intro })?;
+                    for image in &result.images {
+                        seq.serialize_element(&ImagePart(image))?;
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("role", "user")?;
+        map.serialize_entry("content", &Parts(self))?;
+        map.end()
+    }
+}
+
+/// Content parts: the text, if any, then the image parts of `parts`.
+struct ContentParts<'a> {
+    text: Option<&'a str>,
+    parts: &'a [Part],
+}
+
+impl Serialize for ContentParts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        if let Some(text) = self.text {
+            seq.serialize_element(&TextPart { text })?;
+        }
+        for part in self.parts {
+            if let Part::Image(image) = part {
+                seq.serialize_element(&ImagePart(image))?;
+            }
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "text")]
+struct TextPart<'a> {
+    text: &'a str,
+}
+
+/// `{"type": "image_url", "image_url": {"url": …}}`: a `data:` URI of the
+/// bytes, or the URL for the server to fetch (`OpenAI`'s image inputs; the
+/// local servers read the same part).
+struct ImagePart<'a>(&'a Image);
+
+impl Serialize for ImagePart<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Url {
+            url: String,
+        }
+        // `images::check` refused stored images before the body was written.
+        let url = self
+            .0
+            .uri()
+            .ok_or_else(|| serde::ser::Error::custom("a stored image was not loaded"))?;
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("type", "image_url")?;
+        map.serialize_entry("image_url", &Url { url })?;
+        map.end()
+    }
 }
 
 struct AssistantMessage<'a>(&'a Message);
