@@ -125,7 +125,7 @@ impl Output {
     ///
     /// A type whose schema no dialect can enforce (a map with free keys, a
     /// tuple, a `serde_json::Value`) is refused when a turn uses it, with
-    /// [`OutputError::Unportable`] naming the field.
+    /// [`OutputError::Unportable`](crate::OutputError::Unportable) naming the field.
     pub fn of<T: DeserializeOwned + JsonSchema>() -> Self {
         fn read<T: DeserializeOwned>(value: &Value) -> Result<(), String> {
             serde_path_to_error::deserialize::<_, T>(value)

@@ -248,7 +248,7 @@ mod tool_macro {
         #[tool(platforms = ["linux", "windows"], requires = ["nvidia-smi"])]
         pub async fn gpu_info() -> std::io::Result<String> {
             let out = tokio::process::Command::new("nvidia-smi").arg("-L").output().await?;
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned().into())
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         }
     }
 

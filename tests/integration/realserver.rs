@@ -65,8 +65,10 @@ async fn the_real_servers_context_window_is_read() {
     assert_eq!(window, Some(ferrobot::provider::ContextWindow::new(4096)));
 }
 
-/// A forecast: nested objects, arrays, enums and integer ranges.
+/// A forecast: nested objects, arrays, enums and integer ranges. Reading
+/// the answer into it is the check; not every field is looked at after.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
 struct Forecast {
     city: String,
     #[schemars(length(min = 1, max = 3))]
@@ -74,6 +76,7 @@ struct Forecast {
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
 struct Day {
     sky: Sky,
     #[schemars(range(min = -30, max = 45))]
