@@ -356,7 +356,7 @@ async fn a_photo_goes_to_the_model_with_its_caption() {
     assert_eq!(requests.len(), 2);
     for request in &requests {
         let images: Vec<_> = request.messages[0].images().cloned().collect();
-        assert_eq!(images, [photo.clone()]);
+        assert_eq!(images, std::slice::from_ref(&photo));
     }
     assert_eq!(requests[1].messages[0].text(), "what is this?");
     let sent = channel.sent.lock().unwrap().clone();
