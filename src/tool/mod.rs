@@ -47,7 +47,7 @@ use crate::message::ToolSpec;
 ///
 /// # Examples
 /// ```
-/// use ferrobot::tool::{Tool, ToolContext, ToolError};
+/// use ferrobot::tool::{Tool, ToolContext, ToolError, ToolOutput};
 /// use ferrobot::ToolSpec;
 /// use futures_util::future::BoxFuture;
 /// use serde_json::{json, Value};
@@ -56,7 +56,7 @@ use crate::message::ToolSpec;
 ///
 /// impl Tool for Uptime {
 ///     fn spec(&self) -> &ToolSpec { &self.spec }
-///     fn call(&self, _args: Value, _ctx: ToolContext) -> BoxFuture<'_, Result<String, ToolError>> {
+///     fn call(&self, _args: Value, _ctx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
 ///         Box::pin(async { Ok("up 3 days".into()) })
 ///     }
 /// }
