@@ -296,6 +296,17 @@ impl Message {
         })
     }
 
+    /// The images, in the order of [`images`](Self::images), to change in
+    /// place: what history stores and the agent use to swap bytes for a
+    /// stored reference and back.
+    pub(crate) fn images_mut(&mut self) -> impl Iterator<Item = &mut Image> {
+        self.parts.iter_mut().flat_map(|part| match part {
+            Part::Image(image) => std::slice::from_mut(image),
+            Part::ToolResult(result) => &mut result.images[..],
+            _ => &mut [],
+        })
+    }
+
     /// The tool results, in order.
     pub fn tool_results_iter(&self) -> impl Iterator<Item = &ToolResult> {
         self.parts.iter().filter_map(|part| match part {

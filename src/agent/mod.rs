@@ -11,7 +11,9 @@
 //!    to the front end.
 //! 2. The conversation's turn lock is taken; other conversations never wait.
 //! 3. The user message is stored; the provider is called with the history and
-//!    the enabled tools; deltas are forwarded as events.
+//!    the enabled tools; deltas are forwarded as events. Images of earlier
+//!    turns are sent as the [`ImagePolicy`] says, their bytes loaded from
+//!    the history store.
 //! 4. Text only ends the turn. Tool calls are each decided (unknown, disabled,
 //!    unavailable, bad arguments, confirmation) and run concurrently (bounded),
 //!    one at a time when any needs confirmation; failures become results.
@@ -26,6 +28,7 @@ mod budget;
 mod builtin;
 mod event;
 mod exec;
+mod images;
 mod lock;
 mod output;
 mod request;
@@ -46,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 pub use budget::TurnBudget;
 pub use builtin::Builtin;
 pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome, Transcript};
+pub use images::ImagePolicy;
 pub use output::{Output, OutputMode, OutputSchemaError};
 pub use request::TurnRequest;
 
@@ -90,6 +94,7 @@ pub(crate) struct Inner {
     confirm: Option<Arc<dyn ConfirmHandler>>,
     notifier: Option<Arc<dyn Notifier>>,
     context: Option<crate::history::ContextPolicy>,
+    images: ImagePolicy,
     settings: ModelSettings,
     max_tool_rounds: u32,
     budget: TurnBudget,
@@ -148,6 +153,12 @@ impl Agent {
         /// How much of a long conversation is sent to the model. By default,
         /// all of it.
         context: Option<crate::history::ContextPolicy>,
+        /// Which earlier images are sent to the model again; older ones are
+        /// sent as their description. By default,
+        /// [`ImagePolicy::Recent(3)`](ImagePolicy::Recent): those of the
+        /// last three turns.
+        #[builder(default)]
+        images: ImagePolicy,
         /// Sampling settings for every model call. By default, the provider's.
         #[builder(default)]
         settings: ModelSettings,
@@ -185,6 +196,7 @@ impl Agent {
                 confirm,
                 notifier,
                 context,
+                images,
                 settings,
                 max_tool_rounds,
                 budget,

@@ -99,6 +99,7 @@ impl<S: EventSink> Turn<'_, S> {
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
         self.store(std::slice::from_ref(&user)).await?;
         history.push(user);
+        super::images::prepare(self.inner, &mut history).await;
 
         let mut round = 0;
         loop {

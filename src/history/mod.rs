@@ -5,7 +5,9 @@
 //! assistant message together with the results of its tool calls, in one
 //! call, so a store never holds a tool call without its result.
 //! [`MemoryHistory`] is the default store; `SqliteHistory` (feature
-//! `sqlite`) keeps conversations in one file across restarts and crashes.
+//! `sqlite`) keeps conversations in one file across restarts and crashes,
+//! and images apart from the messages that show them, read back one by one
+//! with [`HistoryStore::load_image`].
 
 mod context;
 mod memory;
@@ -24,7 +26,7 @@ pub use memory::MemoryHistory;
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteHistory;
 
-use crate::message::{Message, Part, Role};
+use crate::message::{Image, Message, Part, Role};
 
 /// A store of conversations, keyed by conversation id.
 ///
@@ -66,6 +68,27 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
         Box::pin(async {
             Err(HistoryError::Unsupported {
                 operation: "truncate",
+            })
+        })
+    }
+
+    /// The bytes of an image this store keeps apart from its messages: the
+    /// [`Image::Stored`] with this `id` that [`load`](Self::load) returned
+    /// in their place, as an [`Image::Bytes`]. The agent calls it before a
+    /// model call for each stored image it sends (see
+    /// [`ImagePolicy`](crate::agent::ImagePolicy)); when it fails, the model
+    /// gets the image's description and the turn goes on. Stores that keep
+    /// images inside their messages (such as [`MemoryHistory`]) never hand
+    /// out a stored image, and answer [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// [`HistoryError::ImageNotFound`] for an id the store doesn't hold,
+    /// [`HistoryError::Unsupported`] by default.
+    fn load_image<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Image, HistoryError>> {
+        let _ = id;
+        Box::pin(async {
+            Err(HistoryError::Unsupported {
+                operation: "load_image",
             })
         })
     }
@@ -160,6 +183,13 @@ pub enum HistoryError {
         index: usize,
         /// What was wrong.
         message: String,
+    },
+    /// The store holds no image with this id (it was deleted with the last
+    /// message that showed it, or the id is of another store).
+    #[error("no image `{id}` in this history store")]
+    ImageNotFound {
+        /// The id asked for.
+        id: String,
     },
     /// This store can't do that.
     #[error("this history store does not support {operation}")]

@@ -9,7 +9,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 use super::{
     ConversationInfo, HistoryError, HistoryStore, SearchHit, now, searchable_text, title_of,
 };
-use crate::message::{Message, Role};
+use crate::message::{Image, Message, Role};
 
 /// Marks a SQLite file as ferrobot's (`PRAGMA application_id`, "FRBT").
 const APPLICATION_ID: i64 = 0x4652_4254;
@@ -19,7 +19,7 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// The schema's history; version N is `MIGRATIONS[N - 1]`. Never edit a
 /// released entry: add one.
-const MIGRATIONS: [Migration; 2] = [v1_tables, v2_search];
+const MIGRATIONS: [Migration; 3] = [v1_tables, v2_search, v3_images];
 
 /// Version 1: conversations and their messages, each message the serde form
 /// of [`Message`] with its position.
@@ -79,11 +79,197 @@ fn v2_search(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Version 3: images kept once each, by content, apart from the messages
+/// that show them, whose rows name them instead (`Image::Stored`);
+/// `message_images` says which message shows which image, so the last
+/// message to go takes its images with it. Images already stored inside
+/// messages move out.
+fn v3_images(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE images (
+             id TEXT PRIMARY KEY,
+             media_type TEXT NOT NULL,
+             size INTEGER NOT NULL,
+             data BLOB NOT NULL,
+             created_at INTEGER NOT NULL
+         );
+         CREATE TABLE message_images (
+             message INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+             image TEXT NOT NULL REFERENCES images(id),
+             PRIMARY KEY (message, image)
+         ) WITHOUT ROWID;
+         CREATE INDEX message_images_image ON message_images (image);",
+    )?;
+    let rows: Vec<(i64, String)> = {
+        // Only rows that can hold an image's bytes are read.
+        let mut select = tx.prepare(
+            "SELECT id, body FROM messages WHERE instr(body, '\"source\":\"bytes\"') > 0",
+        )?;
+        select
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let time = now();
+    for (row, body) in rows {
+        // A body this version can't read is left as it is, not lost.
+        let Ok(mut message) = serde_json::from_str::<Message>(&body) else {
+            continue;
+        };
+        let images = store_images(tx, &mut message, time)?;
+        let body = serde_json::to_string(&message)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        tx.execute(
+            "UPDATE messages SET body = ?1 WHERE id = ?2",
+            params![body, row],
+        )?;
+        link_images(tx, row, &images)?;
+    }
+    Ok(())
+}
+
+/// An image's key: 64-bit FNV-1a of its media type and bytes, in hex.
+///
+/// No SHA-256 is in ferrobot's dependency tree, and the key needn't resist
+/// forgery: [`put_image`] compares the bytes of an image stored under the
+/// same key and takes the next free key when they differ, so a collision,
+/// accidental or crafted, never swaps one image for another. FNV-1a is
+/// fixed by its specification, so keys stay the same across Rust versions
+/// and machines (std's `DefaultHasher` promises neither), and it costs
+/// about a millisecond a megabyte.
+fn image_key(media_type: &str, data: &[u8]) -> String {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    for &byte in media_type.as_bytes().iter().chain(&[0]).chain(data) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(PRIME);
+    }
+    format!("{hash:016x}")
+}
+
+/// Stores an image once: the id of the row holding these bytes of this
+/// media type, inserted if no row does.
+fn put_image(
+    tx: &Transaction<'_>,
+    media_type: &str,
+    data: &[u8],
+    time: i64,
+) -> rusqlite::Result<String> {
+    let key = image_key(media_type, data);
+    let size = i64::try_from(data.len()).unwrap_or(i64::MAX);
+    let mut same = tx.prepare_cached(
+        "SELECT media_type = ?2 AND size = ?3 AND data = ?4 FROM images WHERE id = ?1",
+    )?;
+    let mut probe: u64 = 0;
+    loop {
+        let id = if probe == 0 {
+            key.clone()
+        } else {
+            format!("{key}-{probe}")
+        };
+        match same
+            .query_row(params![id, media_type, size, data], |r| r.get::<_, bool>(0))
+            .optional()?
+        {
+            Some(true) => return Ok(id),
+            // Another image with the same key: try the next.
+            Some(false) => probe += 1,
+            None => {
+                tx.prepare_cached(
+                    "INSERT INTO images (id, media_type, size, data, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![id, media_type, size, data, time])?;
+                return Ok(id);
+            }
+        }
+    }
+}
+
+/// Moves the bytes of a message's images (its own and its tool results')
+/// into the images table, each `Image::Bytes` becoming the `Image::Stored`
+/// that names its row. Returns the ids of the rows it now shows, an image
+/// it already named as stored included.
+fn store_images(
+    tx: &Transaction<'_>,
+    message: &mut Message,
+    time: i64,
+) -> rusqlite::Result<Vec<String>> {
+    let mut ids = Vec::new();
+    for image in message.images_mut() {
+        match image {
+            Image::Bytes { media_type, data } => {
+                let id = put_image(tx, media_type, data, time)?;
+                let stored = Image::Stored {
+                    id: id.clone(),
+                    media_type: std::mem::take(media_type),
+                    size: data.len() as u64,
+                };
+                *image = stored;
+                ids.push(id);
+            }
+            Image::Stored { id, .. } => ids.push(id.clone()),
+            Image::Url { .. } => {}
+        }
+    }
+    Ok(ids)
+}
+
+/// Records that message row `message` shows these images. An id this store
+/// doesn't hold (a stored image of another store) is not recorded.
+fn link_images(tx: &Transaction<'_>, message: i64, images: &[String]) -> rusqlite::Result<()> {
+    let mut link = tx.prepare_cached(
+        "INSERT OR IGNORE INTO message_images (message, image)
+         SELECT ?1, id FROM images WHERE id = ?2",
+    )?;
+    for image in images {
+        link.execute(params![message, image])?;
+    }
+    Ok(())
+}
+
+/// The images shown by the messages of `conversation` from `seq` on: those
+/// that may have no message left once these go.
+fn images_from(
+    tx: &Transaction<'_>,
+    conversation: &str,
+    seq: i64,
+) -> rusqlite::Result<Vec<String>> {
+    let mut select = tx.prepare_cached(
+        "SELECT DISTINCT mi.image FROM message_images mi JOIN messages m ON m.id = mi.message
+         WHERE m.conversation = ?1 AND m.seq >= ?2",
+    )?;
+    select
+        .query_map(params![conversation, seq], |row| row.get(0))?
+        .collect()
+}
+
+/// Deletes those of `images` no message shows any more, in the transaction
+/// that deleted the messages: an image lives exactly as long as the last
+/// message showing it, in any conversation.
+fn drop_unshown(tx: &Transaction<'_>, images: &[String]) -> rusqlite::Result<()> {
+    let mut delete = tx.prepare_cached(
+        "DELETE FROM images WHERE id = ?1
+         AND NOT EXISTS (SELECT 1 FROM message_images WHERE image = ?1)",
+    )?;
+    for image in images {
+        delete.execute([image])?;
+    }
+    Ok(())
+}
+
 /// Conversations in one SQLite file, surviving restarts and crashes.
 ///
 /// The file is in WAL mode; each [`append`](HistoryStore::append) is one
 /// transaction, so a step's assistant message and its tool results are stored
 /// together or not at all. The schema is versioned and migrated on open.
+///
+/// Images are stored once each, by content, apart from the messages: a
+/// message's row names its images ([`Image::Stored`]), so
+/// [`load`](HistoryStore::load) reads no image bytes, and
+/// [`load_image`](HistoryStore::load_image) reads one image's. An image
+/// goes with the last message showing it ([`clear`](HistoryStore::clear),
+/// [`truncate`](HistoryStore::truncate)), in the same transaction.
 /// Opening a file that isn't a ferrobot database, or one written by a newer
 /// ferrobot, fails without touching it. SQLite runs on Tokio's blocking
 /// threads, never on the async ones.
@@ -369,26 +555,13 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
         messages: &'a [Message],
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
-        // Serialised here, so the blocking thread only writes.
-        let rows: Result<Vec<(&'static str, String, String)>, serde_json::Error> = messages
-            .iter()
-            .map(|m| {
-                Ok((
-                    role_name(m.role),
-                    serde_json::to_string(m)?,
-                    searchable_text(m),
-                ))
-            })
-            .collect();
-        let title = title_of(messages);
+        // Encoded on the blocking thread, in the transaction: a message's
+        // image ids come from the images table (see `put_image`). The copy
+        // is cheap, image bytes being shared.
+        let messages = messages.to_vec();
+        let title = title_of(&messages);
         let conversation = conversation.to_owned();
         let path = self.inner.path.clone();
-        let rows = match rows {
-            Ok(rows) => rows,
-            Err(e) => {
-                return Box::pin(async move { Err(storage("could not encode a message", e)) });
-            }
-        };
         self.run(move |connection| {
             let fail = |e| sqlite_error(&path, e);
             let time = now();
@@ -412,10 +585,16 @@ impl HistoryStore for SqliteHistory {
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                     )
                     .map_err(fail)?;
-                for (offset, (role, body, text)) in rows.iter().enumerate() {
+                for (offset, mut message) in messages.into_iter().enumerate() {
+                    let images = store_images(&tx, &mut message, time).map_err(fail)?;
+                    let body = serde_json::to_string(&message)
+                        .map_err(|e| storage("could not encode a message", e))?;
+                    let role = role_name(message.role);
+                    let text = searchable_text(&message);
                     insert
                         .execute(params![conversation, next + offset as i64, role, body, text, time])
                         .map_err(fail)?;
+                    link_images(&tx, tx.last_insert_rowid(), &images).map_err(fail)?;
                 }
             }
             tx.commit().map_err(fail)
@@ -426,10 +605,35 @@ impl HistoryStore for SqliteHistory {
         let conversation = conversation.to_owned();
         let path = self.inner.path.clone();
         self.run(move |connection| {
-            connection
-                .execute("DELETE FROM conversations WHERE id = ?1", [&conversation])
-                .map(drop)
-                .map_err(|e| sqlite_error(&path, e))
+            let fail = |e| sqlite_error(&path, e);
+            let tx = connection
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let images = images_from(&tx, &conversation, 0).map_err(fail)?;
+            tx.execute("DELETE FROM conversations WHERE id = ?1", [&conversation])
+                .map_err(fail)?;
+            drop_unshown(&tx, &images).map_err(fail)?;
+            tx.commit().map_err(fail)
+        })
+    }
+
+    fn load_image<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Image, HistoryError>> {
+        let id = id.to_owned();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let found = connection
+                .prepare_cached("SELECT media_type, data FROM images WHERE id = ?1")
+                .map_err(fail)?
+                .query_row([&id], |row| {
+                    Ok(Image::new(
+                        row.get::<_, String>(0)?,
+                        row.get::<_, Vec<u8>>(1)?,
+                    ))
+                })
+                .optional()
+                .map_err(fail)?;
+            found.ok_or(HistoryError::ImageNotFound { id })
         })
     }
 
@@ -457,6 +661,7 @@ impl HistoryStore for SqliteHistory {
                 .optional()
                 .map_err(fail)?;
             if let Some(cut) = cut {
+                let images = images_from(&tx, &conversation, cut).map_err(fail)?;
                 if keep == 0 {
                     // Nothing left: the conversation goes, title and all.
                     tx.execute("DELETE FROM conversations WHERE id = ?1", [&conversation])
@@ -473,6 +678,7 @@ impl HistoryStore for SqliteHistory {
                     )
                     .map_err(fail)?;
                 }
+                drop_unshown(&tx, &images).map_err(fail)?;
             }
             tx.commit().map_err(fail)
         })
@@ -577,6 +783,59 @@ mod tests {
         );
         assert_eq!(store.load("a").await.unwrap(), [Message::user("kept")]);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_key_held_by_other_bytes_is_never_given_to_an_image() {
+        let dir = std::env::temp_dir().join(format!("ferrobot-collide-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = SqliteHistory::open(dir.join("h.db")).await.unwrap();
+        let image = Image::png(vec![1u8, 2, 3]);
+        let key = image_key("image/png", &[1, 2, 3]);
+        // Another image under this image's key, as a collision would leave it.
+        store
+            .inner
+            .connection
+            .lock()
+            .unwrap()
+            .execute(
+                "INSERT INTO images VALUES (?1, 'image/png', 3, x'090909', 0)",
+                [&key],
+            )
+            .unwrap();
+        let shown = Message::new(Role::User, vec![crate::Part::image(image.clone())]);
+        store.append("a", &[shown.clone(), shown]).await.unwrap();
+        let ids: Vec<String> = store
+            .load("a")
+            .await
+            .unwrap()
+            .iter()
+            .flat_map(|m| m.images().cloned().collect::<Vec<_>>())
+            .map(|image| match image {
+                Image::Stored { id, .. } => id,
+                other => panic!("not stored: {other:?}"),
+            })
+            .collect();
+        assert_eq!(ids, [format!("{key}-1"), format!("{key}-1")]);
+        assert_eq!(store.load_image(&ids[0]).await.unwrap(), image);
+        assert_eq!(
+            store.load_image(&key).await.unwrap().bytes(),
+            Some(&[9u8, 9, 9][..])
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn image_keys_are_stable() {
+        // FNV-1a's published value for one zero byte, and one for an image:
+        // the same on every machine and Rust version, so a file stays
+        // deduplicated whichever build writes it.
+        assert_eq!(image_key("", &[]), "af63bd4c8601b7df");
+        assert_eq!(image_key("image/png", &[1, 2, 3]), "a51c22f4fee5614a");
+        assert_ne!(
+            image_key("image/png", &[1, 2, 3]),
+            image_key("image/jpeg", &[1, 2, 3])
+        );
     }
 
     #[test]

@@ -23,6 +23,35 @@ async fn sqlite_store_survives_a_restart_and_searches() -> Result<(), Box<dyn st
     Ok(())
 }
 
+#[tokio::test]
+async fn images_are_stored_apart_and_sent_as_the_policy_says() -> Result<(), Box<dyn std::error::Error>> {
+    let photos = std::env::temp_dir().join("ferrobot-docs-images");
+    let _ = std::fs::remove_dir_all(&photos);
+    std::fs::create_dir_all(&photos)?;
+    std::fs::write(photos.join("photo.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")?;
+    use ferrobot::agent::{ImagePolicy, TurnRequest};
+    use ferrobot::history::{HistoryStore, SqliteHistory};
+    use ferrobot::testing::MockProvider;
+    use ferrobot::{Agent, Image};
+
+    let dir = std::env::temp_dir().join("ferrobot-docs-images");
+    let store = SqliteHistory::open(dir.join("images.db")).await?;
+    let agent = Agent::builder()
+        .provider(MockProvider::replying("A lighthouse."))
+        .history(store.clone())
+        .images(ImagePolicy::Recent(2))
+        .build();
+    let photo = Image::read(dir.join("photo.png"))?;
+    agent.handle("alice", TurnRequest::new("What is this?").image(photo)).await?;
+
+    // The store names the image; its bytes are read only when asked for.
+    let messages = store.load("alice").await?;
+    let Some(Image::Stored { id, .. }) = messages[0].images().next() else { panic!() };
+    assert_eq!(store.load_image(id).await?.media_type(), Some("image/png"));
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
+}
+
 /// Only shows the builder, so compiled, not run; compaction itself is tested
 /// in tests/integration/context.rs.
 #[allow(dead_code)]

@@ -16,7 +16,8 @@ mod typed_wire;
 #[cfg(all(feature = "responses", feature = "openai"))]
 mod responses;
 // The turn loop against `MockProvider`, one module per area (agent/mod.rs):
-// tools, confirmation, slash commands, budgets, cancellation, events, undo.
+// tools, confirmation, slash commands, budgets, cancellation, events, undo,
+// images.
 mod agent;
 // Arguments checked before confirmation (schema constraints, `check = …`);
 // state as an `Arc`, read back, checked at `build()`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use ferrobot::history::{HistoryError, HistoryStore, SqliteHistory};
 use ferrobot::testing::{MockProvider, MockTurn};
 use ferrobot::tool::from_fn;
-use ferrobot::{Agent, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+use ferrobot::{Agent, Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
 /// A fresh directory for one test, removed when dropped.
@@ -297,7 +297,187 @@ async fn an_older_schema_is_migrated_and_its_messages_become_searchable() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
+}
+
+/// A PNG-typed image of 300 bytes, whose base64 is easy to look for.
+fn picture(fill: u8) -> Image {
+    Image::png(vec![fill; 300])
+}
+
+/// A user message showing `image`.
+fn showing(text: &str, image: Image) -> Message {
+    Message::new(Role::User, vec![Part::text(text), Part::image(image)])
+}
+
+/// The file's images table: how many rows, and every message body.
+fn image_rows(path: &Path) -> (i64, Vec<String>) {
+    let file = rusqlite::Connection::open(path).unwrap();
+    let count = file
+        .query_row("SELECT count(*) FROM images", [], |r| r.get(0))
+        .unwrap();
+    let bodies = file
+        .prepare("SELECT body FROM messages")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (count, bodies)
+}
+
+#[tokio::test]
+async fn an_image_is_stored_once_apart_from_the_messages_and_loaded_back() {
+    let dir = TempDir::new("images");
+    let path = dir.file("h.db");
+    let store = SqliteHistory::open(&path).await.unwrap();
+    let image = picture(7);
+    let base64 = image.base64().unwrap();
+    store
+        .append("a", &[showing("what is this?", image.clone())])
+        .await
+        .unwrap();
+    store
+        .append(
+            "a",
+            &[
+                Message::assistant("A grey square."),
+                Message::tool_results([
+                    ToolResult::ok("c1", "the same:").with_images(vec![image.clone()])
+                ]),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .append("b", &[showing("and this?", image.clone())])
+        .await
+        .unwrap();
+    // Three messages show it; the file holds it once, and no message row
+    // holds its bytes.
+    let (count, bodies) = image_rows(&path);
+    assert_eq!(count, 1);
+    assert_eq!(bodies.len(), 4);
+    for body in &bodies {
+        assert!(!body.contains(&base64), "{body}");
+        assert!(!body.contains(r#""source":"bytes""#), "{body}");
+    }
+    // Loading names the image; `load_image` reads its bytes.
+    let loaded = store.load("a").await.unwrap();
+    let shown: Vec<&Image> = loaded.iter().flat_map(Message::images).collect();
+    assert_eq!(shown.len(), 2);
+    let Image::Stored {
+        id,
+        media_type,
+        size,
+    } = shown[0]
+    else {
+        panic!("not stored: {shown:?}");
+    };
+    assert_eq!((media_type.as_str(), *size), ("image/png", 300));
+    assert_eq!(shown[0], shown[1]);
+    assert_eq!(store.load_image(id).await.unwrap(), image);
+    // The same bytes as another type are another image.
+    store
+        .append("b", &[showing("as JPEG", Image::jpeg(vec![7u8; 300]))])
+        .await
+        .unwrap();
+    assert_eq!(image_rows(&path).0, 2);
+    let missing = store.load_image("nope").await.unwrap_err();
+    assert!(
+        matches!(&missing, HistoryError::ImageNotFound { id } if id == "nope"),
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn clearing_and_truncating_delete_images_no_message_shows() {
+    let dir = TempDir::new("image-cleanup");
+    let path = dir.file("h.db");
+    let store = SqliteHistory::open(&path).await.unwrap();
+    let (shared, own, late) = (picture(1), picture(2), picture(3));
+    store
+        .append(
+            "a",
+            &[showing("one", shared.clone()), showing("two", own.clone())],
+        )
+        .await
+        .unwrap();
+    store
+        .append(
+            "b",
+            &[
+                showing("three", shared.clone()),
+                Message::assistant("ok"),
+                showing("four", late.clone()),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(image_rows(&path).0, 3);
+    let id_of = |messages: &[Message], at: usize| match messages[at].images().next() {
+        Some(Image::Stored { id, .. }) => id.clone(),
+        other => panic!("not stored: {other:?}"),
+    };
+    let a = store.load("a").await.unwrap();
+    let (shared_id, own_id) = (id_of(&a, 0), id_of(&a, 1));
+
+    // `b` still shows the shared image: only `a`'s own goes.
+    store.clear("a").await.unwrap();
+    assert_eq!(image_rows(&path).0, 2);
+    assert_eq!(store.load_image(&shared_id).await.unwrap(), shared);
+    assert!(matches!(
+        store.load_image(&own_id).await,
+        Err(HistoryError::ImageNotFound { .. })
+    ));
+
+    // Taking back the last turn takes its image along (what `/undo` does).
+    let late_id = id_of(&store.load("b").await.unwrap(), 2);
+    store.truncate("b", 2).await.unwrap();
+    assert_eq!(image_rows(&path).0, 1);
+    assert!(store.load_image(&late_id).await.is_err());
+
+    // Showing an image again after it went stores it again.
+    store
+        .append("b", &[showing("five", own.clone())])
+        .await
+        .unwrap();
+    assert_eq!(image_rows(&path).0, 2);
+    store.truncate("b", 0).await.unwrap();
+    assert_eq!(image_rows(&path).0, 0);
+}
+
+#[tokio::test]
+async fn images_stored_inside_messages_move_out_when_migrated() {
+    let dir = TempDir::new("migrate-images");
+    let path = dir.file("old.db");
+    let image = picture(9);
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(V1_SCHEMA).unwrap();
+        old.execute("INSERT INTO conversations VALUES ('old', NULL, 1, 2)", [])
+            .unwrap();
+        for (seq, text) in ["look", "again"].into_iter().enumerate() {
+            let body = serde_json::to_string(&showing(text, image.clone())).unwrap();
+            old.execute(
+                "INSERT INTO messages (conversation, seq, role, body, created_at) VALUES ('old', ?1, 'user', ?2, 1)",
+                rusqlite::params![seq as i64, body],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteHistory::open(&path).await.unwrap();
+    let (count, bodies) = image_rows(&path);
+    assert_eq!(count, 1);
+    assert!(bodies.iter().all(|b| !b.contains(&image.base64().unwrap())));
+    let loaded = store.load("old").await.unwrap();
+    let Some(Image::Stored { id, .. }) = loaded[1].images().next() else {
+        panic!("not stored: {loaded:?}");
+    };
+    assert_eq!(store.load_image(id).await.unwrap(), image);
+    // The moved image is known to its messages: clearing deletes it.
+    store.clear("old").await.unwrap();
+    assert_eq!(image_rows(&path).0, 0);
 }
 
 fn bytes(path: &Path) -> Vec<u8> {

@@ -24,6 +24,8 @@ mod confirmation;
 mod events;
 // What a turn answers and stores: text, refusals, provider failures.
 mod replies;
+// Images: sent again for recent turns, described after, loaded from the store.
+mod images;
 // Slash commands: tools run without the model or the history.
 mod slash;
 // Tool rounds: results sent back, failures as results, disabled tools, state.
