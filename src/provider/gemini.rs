@@ -106,7 +106,14 @@ impl Dialect for GenerateContent {
         if let Some(system) = request.system {
             body["systemInstruction"] = json!({"parts": [{"text": system}]});
         }
-        if !request.tools.is_empty() {
+        // Gemini 2.x refuses a structured answer beside function
+        // declarations ("Function calling with a response mime type:
+        // 'application/json' is unsupported"). A typed answer is asked for
+        // with no tool to call, so the tools are left out there: the
+        // conversation's earlier calls and responses are content, which
+        // Gemini reads without the declarations.
+        let answering = request.output.is_some() && *request.tool_choice == ToolChoice::None;
+        if !request.tools.is_empty() && !answering {
             let declarations: Vec<Value> = request
                 .tools
                 .iter()
@@ -131,9 +138,7 @@ impl Dialect for GenerateContent {
             );
         }
         if let Some(output) = request.output {
-            // Gemini 2.x refuses this beside function declarations ("Function
-            // calling with a response mime type: 'application/json' is
-            // unsupported"); Gemini 3 takes both.
+            // Beside declared tools (a forced choice) only Gemini 3 takes it.
             config.insert("responseMimeType".into(), json!("application/json"));
             config.insert("responseSchema".into(), schema::gemini(&output.schema));
         }

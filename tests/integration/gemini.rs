@@ -343,6 +343,22 @@ async fn a_structured_answer_is_asked_for_as_a_response_schema() {
     let format = forecast_format();
     let body = request_body(&provider, &server, &[], &ToolChoice::Auto, Some(&format)).await;
     insta::assert_json_snapshot!("gemini_native_output", body);
+    // The agent's typed answer after its tool rounds: no tool to call, so
+    // none declared (Gemini 2.x refuses them beside a response schema).
+    let answering = request_body(
+        &provider,
+        &server,
+        &weather_tools(),
+        &ToolChoice::None,
+        Some(&format),
+    )
+    .await;
+    assert!(answering.get("tools").is_none(), "{answering}");
+    assert!(answering.get("toolConfig").is_none(), "{answering}");
+    assert_eq!(
+        answering["generationConfig"]["responseMimeType"],
+        "application/json"
+    );
 }
 
 /// A loopback server answering every request, whatever the model, with

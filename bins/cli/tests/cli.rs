@@ -694,7 +694,14 @@ async fn image_in_the_chat_goes_with_the_next_message() {
         "{}",
         stderr(&output)
     );
-    let requests = server.received_requests().await.unwrap();
+    // The chat's model calls, not its health probe.
+    let requests: Vec<_> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.url.path().ends_with("/chat/completions"))
+        .collect();
     assert_eq!(requests.len(), 2);
     assert_eq!(sent_images(&requests[0]).len(), 1);
     // Only the next message: the one after has none of its own.
