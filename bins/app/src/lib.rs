@@ -7,6 +7,8 @@
 //!   environment, flags), its checks, and the provider `[llm]` describes.
 //! - [`agent`](mod@agent): the [`Agent`](ferrobot::Agent) a config describes
 //!   and a bot served from it ([`LoadedConfig::serve`]).
+//! - [`images`]: the images the bots download for the model, their size
+//!   limit, and how everything else people send is named for them.
 //! - [`tool_state`]: which tools are switched off, in a file every process
 //!   shares, and following the tools file.
 //! - [`trace`]: one JSON line per turn in `traces.jsonl`.
@@ -15,6 +17,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod images;
 pub mod retry;
 pub mod run;
 pub mod tool_state;

@@ -1,7 +1,8 @@
 //! The gateway connection: `Discord::receive` reads its events and hands
-//! messages addressed to the bot (`Said`) to the handler, interactions to
-//! `interaction`; payloads twilight's types refuse are read leniently, and a
-//! close Discord means for good ends the bot.
+//! messages addressed to the bot (`Said`) to the handler, their attachments
+//! fetched or named by `files`, and interactions to `interaction`; payloads
+//! twilight's types refuse are read leniently, and a close Discord means for
+//! good ends the bot.
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use twilight_model::channel::message::MessageType;
 use twilight_model::id::Id;
 use twilight_model::id::marker::UserMarker;
 
+use crate::files::Attached;
 use crate::rest::other;
 use crate::{Discord, Inner, Me, REFUSAL};
 
@@ -70,6 +72,12 @@ impl Discord {
                         written: matches!(message.kind, MessageType::Regular | MessageType::Reply),
                         mentions_me: message.mentions.iter().any(|m| Some(m.id) == me),
                         content: message.content,
+                        files: message
+                            .attachments
+                            .into_iter()
+                            .map(Attached::from)
+                            .collect(),
+                        stickers: message.sticker_items.len(),
                     };
                     self.inner.said(said, &handler);
                 }
@@ -118,6 +126,8 @@ struct Said {
     written: bool,
     mentions_me: bool,
     content: String,
+    files: Vec<Attached>,
+    stickers: usize,
 }
 
 impl Inner {
@@ -145,11 +155,13 @@ impl Inner {
         for mention in [format!("<@{me}>"), format!("<@!{me}>")] {
             text = text.replace(&mention, "");
         }
+        let nothing_else = said.files.is_empty() && said.stickers == 0;
         let text = match text.trim() {
             // A bare mention: show what the bot can do.
-            "" if said.mentions_me => "/help".to_owned(),
-            // An attachment or a sticker alone, in a DM: the runtime says
-            // that only text is read. (In a server it never gets here.)
+            "" if said.mentions_me && nothing_else => "/help".to_owned(),
+            // Attachments or a sticker alone: the images go to the model
+            // and the runtime names the rest. (In a server they come only
+            // with a mention.)
             "" => String::new(),
             text => text.to_owned(),
         };
@@ -158,7 +170,11 @@ impl Inner {
             // In a server the answer is a reply to the message that asked.
             incoming = incoming.reply_to(format!("{}#{}", said.channel, said.id));
         }
-        tokio::spawn(handler(incoming));
+        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
+        tokio::spawn(async move {
+            let incoming = inner.files(incoming, said.files, said.stickers).await;
+            handler(incoming).await;
+        });
     }
 
     /// A gateway close: fatal ones end the bot with what to do.
@@ -207,6 +223,15 @@ fn lenient_said(event: &str, me: Option<Id<UserMarker>>) -> Option<Said> {
             .and_then(Value::as_array)
             .is_some_and(|m| m.iter().any(|u| u.get("id").and_then(id) == me)),
         content: message.get("content")?.as_str()?.to_owned(),
+        files: message
+            .get("attachments")
+            .and_then(Value::as_array)
+            .map(|files| files.iter().filter_map(Attached::of_raw).collect())
+            .unwrap_or_default(),
+        stickers: message
+            .get("sticker_items")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len),
     })
 }
 

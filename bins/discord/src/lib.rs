@@ -9,6 +9,8 @@
 //! - `channel`: the `Channel` impl, handing each call to the modules below;
 //! - `gateway`: the gateway connection: events in, messages addressed to the
 //!   bot, payloads twilight won't read, closes;
+//! - `files`: a message's attachments: images downloaded for the model, the
+//!   rest named for the user;
 //! - `interaction`: slash commands and button presses as Discord delivers them;
 //! - `confirm`: ✅ / ❌ questions, asked and answered;
 //! - `menu`: the slash-command menu registered from the tools;
@@ -17,6 +19,7 @@
 
 mod channel;
 mod confirm;
+mod files;
 mod gateway;
 mod interaction;
 mod menu;

@@ -9,6 +9,8 @@
 //! - `channel`: the `Channel` impl, handing each call to the modules below;
 //! - `updates`: long polling: the token checked, each update turned into a
 //!   turn, a button press or nothing;
+//! - `files`: a message's photos and files: images downloaded for the model,
+//!   the rest named for the user;
 //! - `confirm`: ✅ / ❌ questions, asked and answered;
 //! - `menu`: the `/` command menu set from the tools;
 //! - `api`: Bot API calls with their retries, and sending and editing
@@ -21,13 +23,14 @@
 mod api;
 mod channel;
 mod confirm;
+mod files;
 #[doc(hidden)]
 pub mod markdown;
 mod menu;
 mod place;
 mod updates;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -65,6 +68,9 @@ struct Inner {
     questions: Questions,
     /// Strangers already refused once; they get no second answer.
     refused: Mutex<HashSet<u64>>,
+    /// Albums whose first message is waiting for the rest, by
+    /// `media_group_id`.
+    albums: Mutex<HashMap<String, updates::Said>>,
     /// The latest command menu, and whether the token was checked so that
     /// it can be set.
     menu: LatestMenu,
@@ -105,6 +111,7 @@ impl Telegram {
                 edit_interval: Duration::from_millis(settings.edit_interval_ms),
                 questions: Questions::default(),
                 refused: Mutex::default(),
+                albums: Mutex::default(),
                 menu: LatestMenu::default(),
                 can_set_menu: AtomicBool::new(false),
                 connected: watch::Sender::new(false),

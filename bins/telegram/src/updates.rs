@@ -1,6 +1,8 @@
 //! Long polling: `Telegram::receive` checks the token, sets the menu and
 //! fetches updates; `Inner::dispatch` turns each into a turn, a button press
-//! or nothing, reading a message teloxide's types refuse from its JSON.
+//! or nothing, reading a message teloxide's types refuse from its JSON
+//! (`Said`); `Inner::gather` waits for the rest of an album; `Inner::admit`
+//! downloads a message's images and hands it to the handler.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -9,16 +11,22 @@ use std::time::Duration;
 use ferrobot::bot::{ChannelError, Handler, Incoming};
 use ferrobot_app::lock;
 use futures_util::StreamExt;
+use futures_util::future::join_all;
 use teloxide::prelude::Requester;
-use teloxide::types::{AllowedUpdate, MessageKind, Update, UpdateKind};
+use teloxide::types::{AllowedUpdate, Message, MessageKind, Update, UpdateKind};
 use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, RequestError};
 
+use crate::files::Files;
 use crate::place::Place;
 use crate::{Inner, REFUSAL, Telegram};
 
 /// The Bot API's long-poll wait; teloxide's HTTP client gives up after 17 s.
 const POLL_WAIT: Duration = Duration::from_secs(10);
+
+/// How long the first message of an album waits for the others; Telegram
+/// sends them together, one update each.
+const ALBUM_WAIT: Duration = Duration::from_secs(1);
 
 impl Telegram {
     /// Checks the token, sets the menu, then serves updates until polling
@@ -80,39 +88,58 @@ impl Inner {
 
     /// Turns an update into a turn, a button press or nothing.
     fn dispatch(self: &Arc<Self>, update: Update, handler: &Handler) {
-        let message = match update.kind {
-            UpdateKind::Message(message) => match (message.from.as_ref(), message.text()) {
-                (Some(from), Some(text)) if !from.is_bot => Some((
-                    Place::of(&message),
-                    Place::answering(&message),
-                    from.id.0,
-                    text.to_owned(),
-                )),
-                // A photo, a voice note or a file in a private chat is told
-                // that only text is read; in a group it is left alone.
-                (Some(from), None)
-                    if !from.is_bot
-                        && message.chat.is_private()
-                        && matches!(message.kind, MessageKind::Common(_)) =>
-                {
-                    Some((Place::of(&message), None, from.id.0, String::new()))
-                }
-                _ => None,
-            },
+        let said = match update.kind {
+            UpdateKind::Message(message) => Said::of(&message),
             UpdateKind::CallbackQuery(query) => {
                 let inner = Arc::clone(self);
                 tokio::spawn(async move { inner.pressed(query).await });
                 None
             }
             // An update teloxide's types don't accept (an old payload without
-            // `is_bot`, a field Telegram changed): a text message in it is
-            // still read.
-            UpdateKind::Error(raw) => lenient_text(&raw),
+            // `is_bot`, a field Telegram changed): a message in it is still
+            // read.
+            UpdateKind::Error(raw) => Said::of_raw(&raw),
             _ => None,
         };
-        let Some((place, answering, user, text)) = message else {
+        let Some(mut said) = said else { return };
+        match said.album.take() {
+            Some(album) => self.gather(album, said, handler),
+            None => self.admit(said, handler),
+        }
+    }
+
+    /// Holds a message of an album (photos sent together arrive as one
+    /// message each) until the rest have come, so the model gets them in
+    /// one turn with the album's caption.
+    fn gather(self: &Arc<Self>, album: String, said: Said, handler: &Handler) {
+        {
+            let mut albums = lock(&self.albums);
+            if let Some(first) = albums.get_mut(&album) {
+                first.join(said);
+                return;
+            }
+            albums.insert(album.clone(), said);
+        }
+        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
+        tokio::spawn(async move {
+            tokio::time::sleep(ALBUM_WAIT).await;
+            let said = lock(&inner.albums).remove(&album);
+            if let Some(said) = said {
+                inner.admit(said, &handler);
+            }
+        });
+    }
+
+    /// A message for the bot becomes a turn: its images downloaded, the
+    /// rest named for the user. In a group, only a message with text (or a
+    /// caption) is taken; a stranger is refused, once.
+    fn admit(self: &Arc<Self>, said: Said, handler: &Handler) {
+        // Answers in a group are replies, so `answering` tells a group.
+        let in_group = said.answering.is_some();
+        if said.text.is_empty() && in_group {
             return;
-        };
+        }
+        let user = said.user;
         if !self.is_allowed(user) {
             tracing::warn!(
                 user_id = user,
@@ -121,38 +148,110 @@ impl Inner {
             if lock(&self.refused).insert(user) {
                 let inner = Arc::clone(self);
                 tokio::spawn(async move {
-                    let _ = inner.send_plain(place, REFUSAL).await;
+                    let _ = inner.send_plain(said.place, REFUSAL).await;
                 });
             }
             return;
         }
         // `/start` is what Telegram sends when someone opens the bot.
-        let first = text.split_whitespace().next().unwrap_or_default();
+        let first = said.text.split_whitespace().next().unwrap_or_default();
         let text = if first == "/start" || first.starts_with("/start@") {
             "/help".to_owned()
         } else {
-            text
+            said.text
         };
-        let mut incoming = Incoming::new(place.to_string(), user.to_string(), text);
-        if let Some(answering) = answering {
+        let mut incoming = Incoming::new(said.place.to_string(), user.to_string(), text);
+        if let Some(answering) = said.answering {
             incoming = incoming.reply_to(answering.to_string());
         }
-        tokio::spawn(handler(incoming));
+        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
+        tokio::spawn(async move {
+            let fetched = join_all(said.files.images.iter().map(|w| inner.fetch(w))).await;
+            for image in fetched {
+                incoming = match image {
+                    Ok(image) => incoming.image(image),
+                    Err(unread) => incoming.unread(unread),
+                };
+            }
+            for unread in said.files.unread {
+                incoming = incoming.unread(unread);
+            }
+            handler(incoming).await;
+        });
     }
 }
 
-/// The place, where the answer goes, sender and text of a message update
-/// in raw JSON.
-fn lenient_text(raw: &serde_json::Value) -> Option<(Place, Option<Place>, u64, String)> {
-    let message = raw.get("message")?;
-    let from = message.get("from")?;
-    if from.get("is_bot").and_then(serde_json::Value::as_bool) == Some(true) {
-        return None;
+/// A message from a person: where it was written, where the answer goes
+/// (in a group, as a reply to it), who sent it, its text or caption, its
+/// files, and the album it is part of.
+#[derive(Debug)]
+pub(crate) struct Said {
+    place: Place,
+    answering: Option<Place>,
+    user: u64,
+    text: String,
+    files: Files,
+    album: Option<String>,
+}
+
+impl Said {
+    /// A message someone wrote, not a service message or a bot's.
+    fn of(message: &Message) -> Option<Self> {
+        let from = message.from.as_ref().filter(|from| !from.is_bot)?;
+        if !matches!(message.kind, MessageKind::Common(_)) {
+            return None;
+        }
+        Some(Self {
+            place: Place::of(message),
+            answering: Place::answering(message),
+            user: from.id.0,
+            text: message
+                .text()
+                .or_else(|| message.caption())
+                .unwrap_or_default()
+                .to_owned(),
+            files: Files::of(message),
+            album: message.media_group_id().map(|id| id.0.clone()),
+        })
     }
-    Some((
-        Place::of_raw(message)?,
-        Place::answering_raw(message),
-        from.get("id")?.as_u64()?,
-        message.get("text")?.as_str()?.to_owned(),
-    ))
+
+    /// The same from a message in raw JSON: one with text, a caption or a
+    /// file.
+    fn of_raw(raw: &serde_json::Value) -> Option<Self> {
+        let message = raw.get("message")?;
+        let from = message.get("from")?;
+        if from.get("is_bot").and_then(serde_json::Value::as_bool) == Some(true) {
+            return None;
+        }
+        let text = ["text", "caption"]
+            .iter()
+            .find_map(|key| message.get(key)?.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let files = Files::of_raw(message);
+        if text.is_empty() && files.images.is_empty() && files.unread.is_empty() {
+            return None;
+        }
+        Some(Self {
+            place: Place::of_raw(message)?,
+            answering: Place::answering_raw(message),
+            user: from.get("id")?.as_u64()?,
+            text,
+            files,
+            album: message
+                .get("media_group_id")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+
+    /// Takes in the next message of the same album: its files, and its
+    /// caption if this one has none.
+    fn join(&mut self, next: Said) {
+        if self.text.is_empty() {
+            self.text = next.text;
+        }
+        self.files.images.extend(next.files.images);
+        self.files.unread.extend(next.files.unread);
+    }
 }

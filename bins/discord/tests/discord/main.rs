@@ -12,6 +12,8 @@
 mod support;
 // Replies: DMs and mentions answered, streamed by edits, split at 2,000 characters.
 mod replies;
+// Attachments: images to the model with the text, the rest named in the answer.
+mod images;
 // The allow-lists: strangers and other servers refused once, reaching nothing.
 mod access;
 // Confirmations: ✅ / ❌ buttons, the asker's to answer, declined after the time-out.

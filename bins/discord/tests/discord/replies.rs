@@ -1,6 +1,6 @@
 //! Replies: a DM answered by editing a draft, a mention in a server answered
-//! as a reply, a long answer split at 2,000 characters, and the note that
-//! only text is read.
+//! as a reply, a long answer split at 2,000 characters, and what is said to
+//! a sticker.
 
 use std::time::Duration;
 
@@ -128,7 +128,7 @@ async fn a_long_reply_is_split_at_2000_characters_without_breaking_code_blocks()
 }
 
 #[tokio::test]
-async fn an_attachment_alone_in_a_dm_is_told_that_only_text_is_read() {
+async fn a_sticker_alone_in_a_dm_is_told_what_reaches_the_model() {
     let model = MockProvider::replying("unused");
     let recorded = model.clone();
     let (gateway, rest, _server) = start(&[ANN], |channel| agent(model, &channel, vec![])).await;
@@ -136,11 +136,14 @@ async fn an_attachment_alone_in_a_dm_is_told_that_only_text_is_read() {
     let mut pin = gateway.message_data(ANN, DM, None, "", false);
     pin["type"] = json!(6);
     gateway.dispatch("MESSAGE_CREATE", pin);
-    gateway.message(ANN, DM, None, "", false);
+    let mut sticker = gateway.message_data(ANN, DM, None, "", false);
+    sticker["sticker_items"] =
+        json!([{"id": "749054660769218631", "name": "Wave", "format_type": 1}]);
+    gateway.dispatch("MESSAGE_CREATE", sticker);
     let note = rest.wait_for(&messages_to(DM), |_| true).await;
-    assert!(
-        note["content"].as_str().unwrap().contains("only read text"),
-        "{note}"
+    assert_eq!(
+        note["content"],
+        "This didn't reach me: sticker. I read text and images (PNG, JPEG, GIF or WebP)."
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(

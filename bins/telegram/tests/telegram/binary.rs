@@ -1,11 +1,13 @@
 //! The `ferrobot-telegram` binary, configured from the environment alone:
-//! serving, a revoked token, no token, and nobody allowed.
+//! serving, a revoked token, no token, nobody allowed, and a failed
+//! download (whose URL holds the token) kept out of the log.
 
 use ferrobot_testkit::{Home, llm, text_answer};
 use serde_json::{Value, json};
 use wiremock::matchers::path_regex;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::images::photo;
 use crate::support::{ANN, BIN, FakeBotApi, TOKEN};
 
 #[tokio::test]
@@ -122,4 +124,61 @@ async fn with_nobody_allowed_the_bot_refuses_everyone_and_says_so() {
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(log.contains("allowed_user_ids is empty"), "{log}");
     assert!(log.contains(&format!("user_id={ANN}")), "{log}");
+}
+
+#[tokio::test]
+async fn a_failed_download_is_named_and_the_token_stays_out_of_log_and_chat() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = llm(vec![text_answer("I only got your words.")]).await;
+    let home = Home::new("telegram-download");
+    let mut bot = home
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+                ("FERROBOT_LLM__MODEL", "test-model".into()),
+                // Everything the bot and its libraries log.
+                ("FERROBOT_LOG", "trace".into()),
+            ],
+        )
+        .spawn()
+        .unwrap();
+    api.wait_for("SetMyCommands", |_| true).await;
+    // `getFile` answers; the download from /file/bot<TOKEN>/… fails.
+    api.file("gone", None);
+    api.media(
+        ANN,
+        ANN as i64,
+        json!({"photo": photo(&[("gone", 800, 40_000)]), "caption": "what is this?"}),
+    );
+    api.wait_for_reply(0, |c| c["text"] == r"I only got your words\.")
+        .await;
+    assert_eq!(api.0.lock().unwrap().downloads, ["photos/gone.jpg"]);
+    let said: Vec<String> = api
+        .calls("SendMessage")
+        .iter()
+        .chain(&api.calls("EditMessageText"))
+        .map(|c| c["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("This didn't reach me: photo \\(could not be downloaded\\)")),
+        "{said:?}"
+    );
+    bot.start_kill().unwrap();
+    let output = bot.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("could not download an image"), "{log}");
+    let secret = TOKEN.split_once(':').unwrap().1;
+    for text in said.iter().map(String::as_str).chain([&*log]) {
+        assert!(!text.contains(secret), "the token shows in: {text}");
+    }
+    // The model got the caption, and nothing of the token either.
+    let asked = &model.received_requests().await.unwrap()[0];
+    let body = String::from_utf8_lossy(&asked.body);
+    assert!(body.contains("what is this?") && !body.contains(secret));
 }

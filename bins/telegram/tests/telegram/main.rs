@@ -9,6 +9,8 @@
 mod support;
 // Replies: streamed by edits, split at the limit, MarkdownV2 or plain text.
 mod replies;
+// Photos and files: images to the model with the caption, the rest named in the answer.
+mod images;
 // The allow-list: strangers refused once, reaching neither model nor tools.
 mod access;
 // Confirmations: ✅ / ❌ buttons, the asker's to answer, declined after the time-out.

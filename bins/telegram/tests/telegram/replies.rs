@@ -1,6 +1,6 @@
 //! Replies: streamed by editing a draft, then formatted; split within
 //! Telegram's limit; sent again as plain text when the MarkdownV2 is refused;
-//! and the note that only text is read.
+//! and what is said to a sticker.
 
 use std::time::Duration;
 
@@ -54,29 +54,20 @@ async fn a_message_is_answered_in_its_chat_streamed_by_edits_then_formatted() {
 }
 
 #[tokio::test]
-async fn a_photo_is_told_that_only_text_is_read_in_a_private_chat_only() {
+async fn a_sticker_is_told_what_reaches_the_model_in_a_private_chat_only() {
     let (api, server) = FakeBotApi::start().await;
     let model = MockProvider::replying("unused");
     let recorded = model.clone();
     let _bot = start(&server, &[ANN], |channel| agent(model, &channel, vec![]));
-    let photo = |chat: Value| {
-        json!({"message": {
-            "message_id": 1000, "date": 1700000000, "chat": chat,
-            "from": {"id": ANN, "is_bot": false, "first_name": "Ann"},
-            "photo": [{"file_id": "f", "file_unique_id": "u", "width": 90, "height": 90}],
-        }})
-    };
-    api.push(photo(
-        json!({"id": -100_555, "type": "supergroup", "title": "Ops"}),
-    ));
-    api.push(photo(
-        json!({"id": ANN, "type": "private", "first_name": "Ann"}),
-    ));
+    let sticker = json!({"sticker": {"file_id": "s", "file_unique_id": "u", "type": "regular",
+        "width": 512, "height": 512, "is_animated": false, "is_video": false, "emoji": "👍"}});
+    api.media(ANN, -100_555, sticker.clone());
+    api.media(ANN, ANN as i64, sticker);
     let note = api.wait_for("SendMessage", |_| true).await;
     assert_eq!(note["chat_id"], json!(ANN));
-    assert!(
-        note["text"].as_str().unwrap().contains("only read text"),
-        "{note}"
+    assert_eq!(
+        note["text"],
+        "This didn't reach me: sticker\\. I read text and images \\(PNG, JPEG, GIF or WebP\\)\\."
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(

@@ -1,8 +1,8 @@
-//! What the tests share: the fake Bot API (`FakeBotApi`), the people and
-//! the token they use, and `start`, which serves an agent on Telegram
-//! pointed at the fake.
+//! What the tests share: the fake Bot API (`FakeBotApi`, with the files it
+//! serves), the people and the token they use, and `start`, which serves an
+//! agent on Telegram pointed at the fake.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +35,10 @@ pub(crate) struct State {
     next_update: i64,
     /// (method, only when MarkdownV2 is asked for, status, body)
     failures: Vec<(String, bool, u16, Value)>,
+    /// Files by id: their path and their bytes (`None`: the download fails).
+    files: HashMap<String, (String, Option<Vec<u8>>)>,
+    /// The paths of the files downloaded (or tried).
+    pub(crate) downloads: Vec<String>,
 }
 
 impl Respond for FakeBotApi {
@@ -85,10 +89,48 @@ impl Respond for FakeBotApi {
                     "text": body["text"],
                 }))
             }
+            "getfile" => {
+                let id = body["file_id"].as_str().unwrap_or_default();
+                match state.files.get(id) {
+                    Some((path, bytes)) => ok(json!({
+                        "file_id": id, "file_unique_id": format!("u-{id}"),
+                        "file_size": bytes.as_ref().map_or(0, Vec::len), "file_path": path,
+                    })),
+                    None => ResponseTemplate::new(400).set_body_json(json!({
+                        "ok": false, "error_code": 400, "description": "Bad Request: invalid file_id",
+                    })),
+                }
+            }
             "getwebhookinfo" => {
                 ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}))
             }
             _ => ok(json!(true)),
+        }
+    }
+}
+
+/// The file downloads (`/file/bot<TOKEN>/<file_path>`, the path's slashes
+/// escaped as teloxide sends them): the bytes of the file at that path.
+#[derive(Clone)]
+struct FakeFiles(Arc<Mutex<State>>);
+
+impl Respond for FakeFiles {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let path = request.url.path();
+        let path = path.splitn(4, '/').nth(3).unwrap_or_default();
+        let path = path.replace("%2F", "/").replace("%2f", "/");
+        let mut state = self.0.lock().unwrap();
+        state.downloads.push(path.clone());
+        let bytes = state
+            .files
+            .values()
+            .find(|(p, _)| *p == path)
+            .and_then(|(_, bytes)| bytes.clone());
+        match bytes {
+            Some(bytes) => {
+                ResponseTemplate::new(200).set_body_raw(bytes, "application/octet-stream")
+            }
+            None => ResponseTemplate::new(500).set_body_string("storage unavailable"),
         }
     }
 }
@@ -114,7 +156,43 @@ impl FakeBotApi {
             .respond_with(fake.clone())
             .mount(server)
             .await;
+        Mock::given(path_regex(r"^/file/bot[^/]+/.+$"))
+            .respond_with(FakeFiles(Arc::clone(&fake.0)))
+            .mount(server)
+            .await;
         fake
+    }
+
+    /// Serves `bytes` as the file `file_id` (`getFile`, then the download);
+    /// `None`: `getFile` answers, the download fails.
+    pub(crate) fn file(&self, file_id: &str, bytes: Option<&[u8]>) {
+        let path = format!("photos/{file_id}.jpg");
+        self.0
+            .lock()
+            .unwrap()
+            .files
+            .insert(file_id.to_owned(), (path, bytes.map(<[u8]>::to_vec)));
+    }
+
+    /// A message from `user` in `chat` (private when positive) with
+    /// `fields` (`photo`, `document`, `caption`, …).
+    pub(crate) fn media(&self, user: u64, chat: i64, fields: Value) {
+        let chat_json = if chat < 0 {
+            json!({"id": chat, "type": "supergroup", "title": "Ops"})
+        } else {
+            json!({"id": chat, "type": "private", "first_name": "Ann"})
+        };
+        let mut message = json!({
+            "message_id": 1000, "date": 1700000000, "chat": chat_json,
+            "from": {"id": user, "is_bot": false, "first_name": "Ann"},
+        });
+        let Value::Object(fields) = fields else {
+            panic!("fields are an object")
+        };
+        for (key, value) in fields {
+            message[key] = value;
+        }
+        self.push(json!({ "message": message }));
     }
 
     pub(crate) fn push(&self, mut update: Value) {
