@@ -21,7 +21,8 @@ fn client(server: &MockServer) -> Anthropic {
         .retry(RetryPolicy::none())
 }
 
-fn sse(events: &[Value]) -> ResponseTemplate {
+/// An Anthropic SSE answer of `events`.
+pub(crate) fn sse(events: &[Value]) -> ResponseTemplate {
     let body: String = events
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))

@@ -13,25 +13,34 @@ struct Place {
     city: String,
 }
 
+/// The real server's model, answering the same every time.
+fn provider(server: &RealServer) -> OpenAiCompatible {
+    OpenAiCompatible::new(server.base_url())
+        .model(server.model())
+        .temperature(0.0)
+}
+
+/// A weather tool the tiny model calls.
+fn weather() -> ferrobot::tool::FnTool {
+    ferrobot::tool::from_fn(
+        "get_weather",
+        "The weather in a city.",
+        |place: Place, _| async move { format!("Sunny in {}.", place.city) },
+    )
+}
+
 #[tokio::test]
 async fn a_tool_round_against_a_real_llama_cpp_server() {
     let Some(server) = RealServer::shared() else {
         return;
     };
-    let provider = OpenAiCompatible::new(server.base_url())
-        .model(server.model())
-        .temperature(0.0);
+    let provider = provider(server);
     assert!(
         provider.health().await.is_ok(),
         "{:?}",
         provider.health().await
     );
-    let weather = ferrobot::tool::from_fn(
-        "get_weather",
-        "The weather in a city.",
-        |place: Place, _| async move { format!("Sunny in {}.", place.city) },
-    );
-    let agent = Agent::builder().provider(provider).tool(weather).build();
+    let agent = Agent::builder().provider(provider).tool(weather()).build();
     let reply = agent
         .handle("real", "What is the weather in Paris?")
         .await
@@ -99,15 +108,10 @@ async fn a_typed_answer_from_a_real_llama_cpp_server_after_its_tool_round() {
     let Some(server) = RealServer::shared() else {
         return;
     };
-    let provider = OpenAiCompatible::new(server.base_url())
-        .model(server.model())
-        .temperature(0.0);
-    let weather = ferrobot::tool::from_fn(
-        "get_weather",
-        "The weather in a city.",
-        |place: Place, _| async move { format!("Sunny in {}.", place.city) },
-    );
-    let agent = Agent::builder().provider(provider).tool(weather).build();
+    let agent = Agent::builder()
+        .provider(provider(server))
+        .tool(weather())
+        .build();
     let reply = agent
         .handle(
             "typed",

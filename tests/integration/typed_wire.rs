@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use crate::anthropic::sse;
 use crate::support::bodies;
 
 /// A city, as the model must describe it.
@@ -31,11 +32,7 @@ fn tool_use(id: &str, name: &str, input: &Value) -> ResponseTemplate {
         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
         json!({"type": "message_stop"}),
     ];
-    let body: String = events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-        .collect();
-    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+    sse(&events)
 }
 
 #[tokio::test]
