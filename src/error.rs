@@ -46,6 +46,11 @@ pub enum OutputError {
         /// The last answer, as the model wrote it.
         answer: String,
     },
+    /// The turn ended without the model giving its answer: it kept calling
+    /// tools past the round cap or a budget, or the message was a slash
+    /// command (which calls no model).
+    #[error("the model gave no answer: {0}")]
+    NoAnswer(String),
     /// The model refused to answer (`OpenAI`'s `refusal`).
     #[error("the model refused: {0}")]
     Refused(String),

@@ -56,6 +56,11 @@ pub struct Message {
     /// sent.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub summary: bool,
+    /// Set on what the agent told the model after a typed answer that
+    /// didn't fit: a user message the user didn't write, which starts no
+    /// turn of its own ([`starts_turn`](Self::starts_turn)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub correction: bool,
 }
 
 /// A piece of a [`Message`].
@@ -207,6 +212,7 @@ impl Message {
             parts,
             interrupted: false,
             summary: false,
+            correction: false,
         }
     }
 
@@ -242,6 +248,21 @@ impl Message {
         ));
         message.summary = true;
         message
+    }
+
+    /// What the agent tells the model after a typed answer that didn't fit:
+    /// a user message marked [`correction`](Self::correction).
+    pub fn correction(text: impl Into<String>) -> Self {
+        let mut message = Self::user(text);
+        message.correction = true;
+        message
+    }
+
+    /// Whether the message starts a turn: a user's own message, not a
+    /// summary or a correction. Where `/undo`, compaction and the image
+    /// policy count turns from.
+    pub fn starts_turn(&self) -> bool {
+        self.role == Role::User && !self.summary && !self.correction
     }
 
     /// Marks the message as cut short by a cancelled turn.

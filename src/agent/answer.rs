@@ -151,10 +151,15 @@ impl<'o> Typed<'o> {
     /// What to make of the model's `message`.
     pub(super) fn judge(&mut self, message: &Message) -> Verdict {
         let text = message.text();
-        if let Some(refusal) = message.refusal().filter(|_| text.is_empty()) {
+        let calls: Vec<&ToolCall> = message.tool_calls().collect();
+        // A refusal beside tool calls is not the end: their results must
+        // follow them in the history, and the tools run as in any round.
+        if let Some(refusal) = message
+            .refusal()
+            .filter(|_| text.is_empty() && calls.is_empty())
+        {
             return Verdict::Fail(OutputError::Refused(refusal), vec![message.clone()]);
         }
-        let calls: Vec<&ToolCall> = message.tool_calls().collect();
         match &self.ask {
             Ask::Tool(spec) => {
                 let Some(answer) = calls.iter().find(|c| c.name == spec.name) else {
@@ -179,17 +184,12 @@ impl<'o> Typed<'o> {
                         text: arguments,
                     },
                     Err(problems) => {
-                        self.attempts += 1;
                         let how = format!("Call `{}` again with a corrected answer.", spec.name);
                         let store = vec![
                             message.clone(),
                             results(&calls, answer, false, &correction(&problems, &how)),
                         ];
-                        if self.attempts > self.output.max_retries() {
-                            Verdict::Fail(self.invalid(problems, arguments), store)
-                        } else {
-                            Verdict::Retry(store)
-                        }
+                        self.retry(store, problems, arguments)
                     }
                 }
             }
@@ -220,20 +220,26 @@ impl<'o> Typed<'o> {
         problems: Vec<String>,
         how: &str,
     ) -> Verdict {
-        self.attempts += 1;
-        let store = vec![message.clone(), Message::user(correction(&problems, how))];
-        if self.attempts > self.output.max_retries() {
-            Verdict::Fail(self.invalid(problems, text), store)
-        } else {
-            Verdict::Retry(store)
-        }
+        let store = vec![
+            message.clone(),
+            Message::correction(correction(&problems, how)),
+        ];
+        self.retry(store, problems, text)
     }
 
-    fn invalid(&self, problems: Vec<String>, answer: String) -> OutputError {
-        OutputError::Invalid {
-            attempts: self.attempts,
-            problems,
-            answer,
+    /// One more answer that didn't fit: asked again (storing `store`), or,
+    /// past the retries, the end of the turn.
+    fn retry(&mut self, store: Vec<Message>, problems: Vec<String>, answer: String) -> Verdict {
+        self.attempts += 1;
+        if self.attempts > self.output.max_retries() {
+            let error = OutputError::Invalid {
+                attempts: self.attempts,
+                problems,
+                answer,
+            };
+            Verdict::Fail(error, store)
+        } else {
+            Verdict::Retry(store)
         }
     }
 }

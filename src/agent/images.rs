@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::Inner;
 use crate::history::HistoryStore;
-use crate::message::{Image, Message, Part, Role};
+use crate::message::{Image, Message, Part};
 
 /// Which of a conversation's earlier images are sent to the model again.
 ///
@@ -71,7 +71,7 @@ impl ImagePolicy {
             .iter()
             .enumerate()
             .rev()
-            .filter(|(_, m)| m.role == Role::User && !m.summary)
+            .filter(|(_, m)| m.starts_turn())
             .nth(turns - 1)
             .map_or(0, |(at, _)| at)
     }
@@ -165,7 +165,7 @@ fn describe_images(message: &mut Message, text: impl Fn(&Image) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolResult;
+    use crate::message::{Role, ToolResult};
 
     fn turn(text: &str) -> Vec<Message> {
         vec![

@@ -273,10 +273,22 @@ impl Agent {
         conversation: &str,
         request: impl Into<TurnRequest>,
     ) -> Result<T> {
-        let reply = self
-            .handle(conversation, request.into().output(Output::of::<T>()))
-            .await?;
-        let value = reply.output.unwrap_or_default();
+        let mut request = request.into();
+        // A mode or retry count the caller chose is kept.
+        let output = match request.output.take() {
+            Some(chosen) => Output::of::<T>()
+                .mode(chosen.output_mode())
+                .retries(chosen.max_retries()),
+            None => Output::of::<T>(),
+        };
+        let reply = self.handle(conversation, request.output(output)).await?;
+        let Some(value) = reply.output else {
+            // A slash command answers without the model.
+            return Err(Error::Output(crate::error::OutputError::NoAnswer(format!(
+                "a slash command answered: {}",
+                reply.text
+            ))));
+        };
         // The answer was read into `T` already; this can't fail.
         serde_json::from_value(value).map_err(|e| {
             Error::Output(crate::error::OutputError::Invalid {

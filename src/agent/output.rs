@@ -260,7 +260,8 @@ impl Output {
         self.mode
     }
 
-    pub(crate) fn max_retries(&self) -> u32 {
+    /// How many times the model may answer again.
+    pub fn max_retries(&self) -> u32 {
         self.retries
     }
 
@@ -288,8 +289,11 @@ impl Output {
         ToolSpec::new(self.tool_name(), description, self.inner.sent.clone())
     }
 
+    /// `final_<name>`, within the 64 characters tool names may have.
     pub(crate) fn tool_name(&self) -> String {
-        format!("final_{}", self.name.to_lowercase())
+        let mut name = format!("final_{}", self.name.to_lowercase());
+        name.truncate(64);
+        name
     }
 
     /// The instructions of [`OutputMode::Prompted`], after the system prompt.
@@ -370,12 +374,8 @@ fn sanitize(name: &str) -> String {
 
 /// `text` without a Markdown code fence around it.
 fn unfenced(text: &str) -> &str {
-    let text = text.trim();
-    let Some(rest) = text.strip_prefix("```") else {
-        return text;
-    };
-    let rest = rest.strip_prefix("json").unwrap_or(rest);
-    rest.strip_suffix("```").unwrap_or(rest).trim()
+    let text = unfenced_start(text).trim_end();
+    text.strip_suffix("```").unwrap_or(text).trim_end()
 }
 
 /// What the model is told after an answer that doesn't fit.

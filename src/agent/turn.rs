@@ -196,6 +196,13 @@ impl<S: EventSink> Turn<'_, S> {
                 return Err(Error::Cancelled);
             }
             if let Some(limit) = limit {
+                if self.typed.is_some() {
+                    // Asked for its answer, the model called tools instead.
+                    return Err(crate::error::OutputError::NoAnswer(format!(
+                        "the model called tools instead of answering, past the limit ({limit})"
+                    ))
+                    .into());
+                }
                 let mut reply = self.reply(assembled);
                 if reply.text.is_empty() {
                     reply.text = match limit {
@@ -243,10 +250,7 @@ impl<S: EventSink> Turn<'_, S> {
             return Ok(());
         }
         // The current turn starts at the last user message that is not a summary.
-        let Some(current) = history
-            .iter()
-            .rposition(|m| m.role == Role::User && !m.summary)
-        else {
+        let Some(current) = history.iter().rposition(Message::starts_turn) else {
             return Ok(());
         };
         if shorten_tool_outputs(&mut history[..current], compaction.keep_tool_output)

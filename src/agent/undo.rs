@@ -7,7 +7,6 @@ use tokio_util::sync::CancellationToken;
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::history::HistoryError;
-use crate::message::Role;
 
 /// Forgets the conversation's last turn: its last user message (not a
 /// summary) and everything after it, once no turn of it runs. Returns that
@@ -26,7 +25,7 @@ pub(super) async fn undo(
         () = cancel.cancelled() => return Err(Error::Cancelled),
     };
     let messages = inner.history.load(conversation).await?;
-    let asked = |m: &&crate::message::Message| m.role == Role::User && !m.summary;
+    let asked = |m: &&crate::message::Message| m.starts_turn();
     let Some(mut at) = messages.iter().rposition(|m| asked(&m)) else {
         return Ok(None);
     };

@@ -181,17 +181,13 @@ pub(super) async fn answer(
             Some(Err(error)) => {
                 tracing::warn!(%conversation, error = %crate::error::chain(&error), "turn failed");
                 reply.finish(None).await;
-                if let Err(error) = channel.send(target, &error.user_message()).await {
-                    tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
-                }
+                send(channel, chat, target, &error.user_message()).await;
                 break;
             }
             // The turn ended without its last event (its task failed).
             None => {
                 reply.finish(None).await;
-                if let Err(error) = channel.send(target, CUT_SHORT).await {
-                    tracing::warn!(%chat, error = %crate::error::chain(&error), "could not send a reply");
-                }
+                send(channel, chat, target, CUT_SHORT).await;
                 break;
             }
         }

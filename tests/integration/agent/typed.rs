@@ -360,3 +360,63 @@ async fn native_mode_without_tools_asks_for_the_format_at_once() {
             .contains("Answer again with only the corrected JSON.")
     );
 }
+
+#[tokio::test]
+async fn corrections_start_no_turn_of_their_own() {
+    let mock = MockProvider::new()
+        .then(MockTurn::new().output(json!({"name": "Berlin"})))
+        .then(MockTurn::new().output(berlin()))
+        .with_native_output(true);
+    let agent = Agent::builder().provider(mock).build();
+    let _: City = agent.extract("alice", "Berlin?").await.unwrap();
+    let stored = agent.history().load("alice").await.unwrap();
+    assert!(stored[2].correction && !stored[2].starts_turn());
+    // `/undo` takes back the user's question, not the agent's correction.
+    assert_eq!(
+        agent.undo("alice").await.unwrap().as_deref(),
+        Some("Berlin?")
+    );
+    assert!(agent.history().load("alice").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn tools_called_past_the_round_cap_leave_no_answer() {
+    let (lookup, _) = counted("lookup");
+    let mock = MockProvider::from_fn(|_| MockTurn::new().tool_call("lookup", json!({})));
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .tool(lookup)
+        .max_tool_rounds(1)
+        .build();
+    let error = agent.extract::<City>("alice", "Berlin?").await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Output(OutputError::NoAnswer(why)) if why.contains("past the limit")),
+        "{error:?}"
+    );
+    // The last call named the output tool.
+    assert_eq!(
+        mock.requests()[1].tool_choice,
+        ToolChoice::Tool("final_city".into())
+    );
+}
+
+#[tokio::test]
+async fn extract_keeps_the_mode_the_caller_chose() {
+    let mock = MockProvider::new().then(MockTurn::new().output(berlin()));
+    let agent = Agent::builder().provider(mock.clone()).build();
+    let chosen = Output::of::<City>().mode(OutputMode::Prompted).retries(0);
+    let city: City = agent
+        .extract("alice", TurnRequest::new("Berlin?").output(chosen))
+        .await
+        .unwrap();
+    assert_eq!(city.name, "Berlin");
+    let request = &mock.requests()[0];
+    assert!(request.tools.is_empty(), "no output tool in prompted mode");
+    assert!(
+        request
+            .system
+            .as_deref()
+            .unwrap()
+            .starts_with("Answer with one JSON value")
+    );
+}
