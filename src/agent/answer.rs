@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::output::{Output, OutputMode, correction, parse_partial};
 use crate::error::OutputError;
 use crate::message::{Message, ToolCall, ToolResult, ToolSpec};
-use crate::provider::{OutputFormat, Provider, ToolChoice};
+use crate::provider::{FinishReason, OutputFormat, Provider, ToolChoice};
 
 /// A turn's typed answer, as it is being asked for.
 pub(super) struct Typed<'o> {
@@ -149,7 +149,11 @@ impl<'o> Typed<'o> {
     }
 
     /// What to make of the model's `message`.
-    pub(super) fn judge(&mut self, message: &Message) -> Verdict {
+    /// `finish` is why the model stopped: an answer cut off at the token
+    /// limit is told so.
+    pub(super) fn judge(&mut self, message: &Message, finish: Option<&FinishReason>) -> Verdict {
+        let cut_off = (finish == Some(&FinishReason::Length))
+            .then(|| "the answer was cut off at the token limit: give a shorter one".to_owned());
         let text = message.text();
         let calls: Vec<&ToolCall> = message.tool_calls().collect();
         // A refusal beside tool calls is not the end: their results must
@@ -183,7 +187,8 @@ impl<'o> Typed<'o> {
                         ],
                         text: arguments,
                     },
-                    Err(problems) => {
+                    Err(mut problems) => {
+                        problems.splice(0..0, cut_off);
                         let how = format!("Call `{}` again with a corrected answer.", spec.name);
                         let store = vec![
                             message.clone(),
@@ -204,7 +209,8 @@ impl<'o> Typed<'o> {
                     text,
                     store: vec![message.clone()],
                 },
-                Err(problems) => {
+                Err(mut problems) => {
+                    problems.splice(0..0, cut_off);
                     let how = "Answer again with only the corrected JSON.";
                     self.retry_in_text(message, text, problems, how)
                 }

@@ -137,7 +137,7 @@ impl<S: EventSink> Turn<'_, S> {
                 }
             };
             if let Some(typed) = &mut self.typed {
-                match typed.judge(&assembled.message) {
+                match typed.judge(&assembled.message, assembled.finish.as_ref()) {
                     Verdict::Continue => {}
                     Verdict::AskNow => continue,
                     Verdict::Answer { value, text, store } => {
@@ -481,6 +481,8 @@ struct Partial<'t, 'o> {
     /// The output tool call's index, once its name came.
     index: Option<usize>,
     text: String,
+    /// How long `text` was when last read.
+    read_at: usize,
     shown: Option<serde_json::Value>,
 }
 
@@ -496,6 +498,7 @@ impl<'t, 'o> Partial<'t, 'o> {
             watch,
             index: None,
             text: String::new(),
+            read_at: 0,
             shown: None,
         })
     }
@@ -515,6 +518,14 @@ impl<'t, 'o> Partial<'t, 'o> {
             }
             _ => return None,
         }
+        // Each read parses the whole answer so far: reading again only
+        // once it grew by an eighth (and at least 16 bytes) keeps a long
+        // answer's reads linear in its length.
+        let grown = self.text.len() - self.read_at;
+        if grown < (self.read_at / 8).max(16) {
+            return None;
+        }
+        self.read_at = self.text.len();
         let value = self.typed.partial(&self.text)?;
         if self.shown.as_ref() == Some(&value) {
             return None;
