@@ -96,8 +96,15 @@ impl Error {
     }
 }
 
-/// Joins an error and its sources with ": ".
-pub(crate) fn chain(error: &dyn StdError) -> String {
+/// An error and its sources joined with ": ", for a log line: what the
+/// `chain()` of ferrobot's own errors gives, for any error.
+///
+/// # Examples
+/// ```
+/// let error = std::io::Error::other("disk full");
+/// assert_eq!(ferrobot::error_chain(&error), "disk full");
+/// ```
+pub fn chain(error: &dyn StdError) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(e) = source {

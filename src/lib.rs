@@ -72,7 +72,7 @@ pub use ferrobot_macros::tool;
 pub use ferrobot_macros::toolbox;
 
 pub use agent::{Agent, AgentEvent, Reply, TurnStream};
-pub use error::{BoxError, Error, OutputError, Result};
+pub use error::{BoxError, Error, OutputError, Result, chain as error_chain};
 pub use message::{
     Image, Message, Opaque, Part, Reasoning, Role, ToolCall, ToolResult, ToolSpec, Usage,
 };

@@ -83,6 +83,10 @@ impl ImagePolicy {
 /// sends are loaded, and one that can't be becomes its description with
 /// why, so a store that fails never fails the turn.
 pub(super) async fn prepare(inner: &Inner, history: &mut [Message]) {
+    // Most conversations hold no image: nothing to read the policies for.
+    if history.iter().all(|m| m.images().next().is_none()) {
+        return;
+    }
     let cut = inner.context.as_ref().map_or(0, |c| c.start(history));
     let kept = inner.images.first_kept(history).max(cut);
     let (old, sent) = history.split_at_mut(kept);

@@ -136,6 +136,25 @@ impl Image {
         })
     }
 
+    /// Whether ferrobot sends images of `media_type` (`image/png`,
+    /// `image/jpeg`, `image/gif`, `image/webp`; parameters and case
+    /// ignored): what a front end may take from its users.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::Image;
+    /// assert!(Image::is_supported_type("image/JPEG"));
+    /// assert!(Image::is_supported_type("image/png; charset=binary"));
+    /// assert!(!Image::is_supported_type("image/heic"));
+    /// assert!(!Image::is_supported_type("application/pdf"));
+    /// ```
+    pub fn is_supported_type(media_type: &str) -> bool {
+        let essence = media_type.split(';').next().unwrap_or_default().trim();
+        FORMATS
+            .iter()
+            .any(|(supported, _)| supported.eq_ignore_ascii_case(essence))
+    }
+
     /// Its media type; `None` for a URL.
     pub fn media_type(&self) -> Option<&str> {
         match self {

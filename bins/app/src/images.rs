@@ -26,25 +26,6 @@ pub const IMAGE_LIMIT: u64 = 10 * 1024 * 1024;
 /// How long fetching one image may take, every step and retry together.
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Whether the model is given files of `media_type` (`image/png`,
-/// `image/jpeg`, `image/gif`, `image/webp`; any parameters and case
-/// ignored).
-///
-/// # Examples
-/// ```
-/// use ferrobot_app::images::is_image_type;
-/// assert!(is_image_type("image/JPEG"));
-/// assert!(is_image_type("image/png; charset=binary"));
-/// assert!(!is_image_type("image/heic"));
-/// assert!(!is_image_type("application/pdf"));
-/// ```
-pub fn is_image_type(media_type: &str) -> bool {
-    let essence = media_type.split(';').next().unwrap_or_default().trim();
-    ["image/png", "image/jpeg", "image/gif", "image/webp"]
-        .iter()
-        .any(|t| t.eq_ignore_ascii_case(essence))
-}
-
 /// A size in bytes for people: `14 MB`, `10.4 MB`, `320 KB`, `12 bytes`
 /// (units of 1,024).
 ///
@@ -170,22 +151,6 @@ where
         }
     }
     Image::from_bytes(bytes).map_err(|error| format!("{what} ({error})"))
-}
-
-/// An error and its sources joined with ": ", for a log line.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let next = cause.to_string();
-        // Transparent wrappers repeat their source's message.
-        if !text.ends_with(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

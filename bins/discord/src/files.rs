@@ -9,7 +9,7 @@ use std::time::Duration;
 use ferrobot::Image;
 use ferrobot::bot::Incoming;
 use ferrobot_app::images::{
-    DOWNLOAD_TIMEOUT, IMAGE_LIMIT, chain, is_image_type, named, not_downloaded, over_limit, read,
+    DOWNLOAD_TIMEOUT, IMAGE_LIMIT, named, not_downloaded, over_limit, read,
 };
 use futures_util::future::join_all;
 use serde_json::Value;
@@ -69,7 +69,7 @@ fn client() -> Result<reqwest::Client, String> {
                 .timeout(DOWNLOAD_TIMEOUT)
                 .user_agent(concat!("ferrobot-discord/", env!("CARGO_PKG_VERSION")))
                 .build()
-                .map_err(|e| chain(&e))
+                .map_err(|e| ferrobot::error_chain(&e))
         })
         .clone()
 }
@@ -101,7 +101,7 @@ impl Inner {
         let media_type = file.content_type.as_deref();
         if file.voice {
             Err("voice message".to_owned())
-        } else if !media_type.is_some_and(is_image_type) {
+        } else if !media_type.is_some_and(Image::is_supported_type) {
             Err(named(Some(&file.filename), media_type, "file"))
         } else if file.size > IMAGE_LIMIT {
             Err(over_limit(&file.filename, file.size))
@@ -117,7 +117,8 @@ impl Inner {
     /// time-out), over the limit, not an image.
     async fn fetch(&self, file: &Attached) -> Result<Image, String> {
         let what = file.filename.as_str();
-        let describe = |error: reqwest::Error| self.redact(&chain(&error.without_url()));
+        let describe =
+            |error: reqwest::Error| self.redact(&ferrobot::error_chain(&error.without_url()));
         let client = client().map_err(|error| {
             tracing::warn!(%what, %error, "could not download an image");
             not_downloaded(what)

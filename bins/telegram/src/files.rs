@@ -5,7 +5,7 @@
 
 use ferrobot::Image;
 use ferrobot_app::images::{
-    DOWNLOAD_TIMEOUT, IMAGE_LIMIT, chain, is_image_type, named, not_downloaded, over_limit, read,
+    DOWNLOAD_TIMEOUT, IMAGE_LIMIT, named, not_downloaded, over_limit, read,
 };
 use serde_json::Value;
 use teloxide::net::Download as _;
@@ -135,7 +135,7 @@ impl Files {
     fn document(&mut self, document: &Document) {
         let media_type = document.mime_type.as_ref().map(|m| m.essence_str());
         let name = document.file_name.as_deref();
-        if !media_type.is_some_and(is_image_type) {
+        if !media_type.is_some_and(ferrobot::Image::is_supported_type) {
             self.unread.push(named(name, media_type, "file"));
             return;
         }
@@ -180,7 +180,7 @@ impl Inner {
             }
             let chunks = self.bot.download_file_stream(&file.path);
             read(what, chunks, |error| {
-                self.redact(&chain(&error.without_url()))
+                self.redact(&ferrobot::error_chain(&error.without_url()))
             })
             .await
         };
