@@ -105,6 +105,6 @@ async fn ask_on_terminal(request: ConfirmRequest) -> Decision {
     match answer {
         Ok(Ok(line)) => matches!(line.trim().to_lowercase().as_str(), "y" | "yes").into(),
         // No terminal, or the read failed: fail closed.
-        _ => Decision::Decline,
+        _ => Decision::Deny(None),
     }
 }

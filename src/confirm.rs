@@ -3,13 +3,20 @@
 //! A tool that wants approval says so through
 //! [`Tool::confirmation`](crate::tool::Tool::confirmation). The agent then
 //! sends a [`ConfirmRequest`] to its [`ConfirmHandler`] — a terminal prompt,
-//! Telegram buttons — and runs the tool only on [`Decision::Approve`].
+//! Telegram buttons — and runs the tool only when the answer approves it
+//! ([`Decision`]: approve, approve with edited arguments, deny with a
+//! reason, always allow, or defer to a human who answers later).
 //! An agent without a handler declines every such call.
+//!
+//! Whether a call is asked about at all is the
+//! [`Policy`](crate::policy::Policy)'s to say.
 
 use std::future::Future;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+
+use crate::policy::Scope;
 
 /// A question for the user: may this tool call run?
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +36,13 @@ pub struct ConfirmRequest {
     pub prompt: String,
     /// The arguments the tool would run with.
     pub arguments: Value,
+    /// Why it is asked: the rule or default that said "ask"
+    /// ([`Verdict::reason`](crate::policy::Verdict::reason)).
+    pub reason: String,
+    /// What an "always allow" answer would cover, when one is offered:
+    /// [`Scope::Tool`] by default; `None` for a tool that runs other
+    /// programs, which is approved one call at a time.
+    pub always: Option<Scope>,
 }
 
 impl ConfirmRequest {
@@ -53,6 +67,8 @@ impl ConfirmRequest {
             tool: tool.into(),
             prompt: prompt.into(),
             arguments: Value::Object(serde_json::Map::new()),
+            reason: String::new(),
+            always: Some(Scope::Tool),
         }
     }
 
@@ -65,12 +81,55 @@ impl ConfirmRequest {
 }
 
 /// The user's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// # Examples
+/// ```
+/// use ferrobot::confirm::Decision;
+/// use ferrobot::policy::Scope;
+/// assert_eq!(Decision::from(true), Decision::Approve);
+/// assert_eq!(Decision::deny("not that folder"), Decision::Deny(Some("not that folder".into())));
+/// assert!(Decision::Always(Scope::Tool).approves());
+/// assert!(!Decision::Defer.approves());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Decision {
-    /// Run the tool.
+    /// Run the call as the model wrote it.
     Approve,
-    /// Don't; the model is told "Cancelled by user."
-    Decline,
+    /// Run it with these arguments instead (a JSON object). They are checked
+    /// as the model's are, and against the rules: a rule that denies the
+    /// edited call still denies it.
+    Edit(Value),
+    /// Don't run it. The model reads the reason when there is one, else
+    /// "Cancelled by user."
+    Deny(Option<String>),
+    /// Run it, and every later call this [`Scope`] covers in this
+    /// conversation without asking. Stored with the conversation, so it
+    /// survives a restart; never beats a rule that denies. Refused for
+    /// tools that run other programs
+    /// ([`Tool::command_line`](crate::tool::Tool::command_line)): the call
+    /// runs once, as for [`Approve`](Self::Approve).
+    Always(Scope),
+    /// Nobody can answer now: the turn ends with the call pending
+    /// ([`Reply::pending`](crate::Reply::pending)), stored with the
+    /// conversation, and [`Agent::resume`](crate::Agent::resume) continues
+    /// it once someone decided — later, in another process too.
+    Defer,
+}
+
+impl Decision {
+    /// A denial the model reads the reason of.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Decision::Deny(Some(reason.into()))
+    }
+
+    /// Whether the call runs.
+    pub fn approves(&self) -> bool {
+        matches!(
+            self,
+            Decision::Approve | Decision::Edit(_) | Decision::Always(_)
+        )
+    }
 }
 
 impl From<bool> for Decision {
@@ -78,7 +137,7 @@ impl From<bool> for Decision {
         if approved {
             Decision::Approve
         } else {
-            Decision::Decline
+            Decision::Deny(None)
         }
     }
 }
@@ -175,9 +234,9 @@ impl ConfirmHandler for ConfirmSender {
                 answer: Some(answer),
             };
             if sender.send(pending).await.is_err() {
-                return Decision::Decline;
+                return Decision::Deny(None);
             }
-            decision.await.unwrap_or(Decision::Decline)
+            decision.await.unwrap_or(Decision::Deny(None))
         })
     }
 }
@@ -223,6 +282,6 @@ impl PendingConfirm {
 
     /// Doesn't; the model reads "Cancelled by user."
     pub fn decline(self) {
-        self.answer(Decision::Decline);
+        self.answer(Decision::Deny(None));
     }
 }

@@ -42,6 +42,7 @@ pub mod confirm;
 mod error;
 pub mod history;
 pub mod message;
+pub mod policy;
 pub mod provider;
 pub mod testing;
 pub mod tool;

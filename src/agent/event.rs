@@ -234,6 +234,9 @@ pub enum ToolOutcome {
     Rejected,
     /// The turn was cancelled before or while the tool ran.
     Interrupted,
+    /// The [`Policy`](crate::policy::Policy) denied the call: a rule or the
+    /// floor.
+    Denied,
 }
 
 impl ToolOutcome {
@@ -262,6 +265,7 @@ impl fmt::Display for ToolOutcome {
             ToolOutcome::Declined => "declined",
             ToolOutcome::Rejected => "rejected",
             ToolOutcome::Interrupted => "interrupted",
+            ToolOutcome::Denied => "denied",
         })
     }
 }

@@ -14,6 +14,7 @@ use super::event::{AgentEvent, Status, ToolCallRecord, ToolOutcome};
 use super::{EventSink, Inner};
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::message::{ToolCall, ToolResult};
+use crate::policy::Permission;
 use crate::tool::{Tool, ToolContext, ToolOutput};
 
 /// What the model reads when the user declines a call.
@@ -143,7 +144,23 @@ fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) 
     if let Err(error) = tool.check_arguments(&call.arguments) {
         return Decided::Reject(ToolOutcome::InvalidArguments, error.message().to_owned());
     }
-    let confirm = tool.confirmation(&call.arguments);
+    let verdict = inner.policy.evaluate(tool.as_ref(), &call.arguments, &[]);
+    let confirm =
+        match verdict.permission {
+            Permission::Deny => {
+                return Decided::Reject(
+                    ToolOutcome::Denied,
+                    format!(
+                        "Not run: denied by the permission rules ({}).",
+                        verdict.reason
+                    ),
+                );
+            }
+            Permission::Ask => Some(tool.confirmation(&call.arguments).unwrap_or_else(|| {
+                crate::private::default_confirmation(&call.name, &call.arguments)
+            })),
+            Permission::Allow => None,
+        };
     Decided::Run { tool, confirm }
 }
 
@@ -178,8 +195,8 @@ async fn run_one(
             }))
             .await;
             match ask(inner, conversation, user, call, prompt, cancel).await {
-                Ok(Decision::Approve) => {}
-                Ok(Decision::Decline) => {
+                Ok(decision) if decision.approves() => {}
+                Ok(_) => {
                     return (ToolOutcome::Declined, CANCELLED_BY_USER.into());
                 }
                 Err(outcome) => return outcome,
@@ -229,6 +246,8 @@ async fn ask(
         tool: call.name.clone(),
         prompt,
         arguments: call.arguments.clone(),
+        reason: String::new(),
+        always: Some(crate::policy::Scope::Tool),
     };
     // The handler is the application's code: if it panics, nobody said yes.
     let asked = AssertUnwindSafe(async { handler.confirm(request).await }).catch_unwind();

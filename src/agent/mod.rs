@@ -57,6 +57,7 @@ use self::lock::ConversationLocks;
 use crate::confirm::ConfirmHandler;
 use crate::error::{Error, Result};
 use crate::history::{HistoryStore, MemoryHistory};
+use crate::policy::Policy;
 use crate::provider::{ModelSettings, Provider};
 use crate::tool::context::SharedState;
 use crate::tool::{IntoTool, Notifier, Tool, ToolRegistry};
@@ -92,6 +93,7 @@ pub(crate) struct Inner {
     state: SharedState,
     history: Arc<dyn HistoryStore>,
     confirm: Option<Arc<dyn ConfirmHandler>>,
+    policy: Policy,
     notifier: Option<Arc<dyn Notifier>>,
     context: Option<crate::history::ContextPolicy>,
     images: ImagePolicy,
@@ -143,6 +145,11 @@ impl Agent {
         /// and such calls are declined.
         #[builder(with = |handler: impl ConfirmHandler| Arc::new(handler) as Arc<dyn ConfirmHandler>)]
         confirm: Option<Arc<dyn ConfirmHandler>>,
+        /// Which calls run, are asked about, or never run. By default, no
+        /// rules: tools that ask ([`Tool::confirmation`]) or are destructive
+        /// ([`Effects`](crate::tool::Effects)) are asked about, the rest run.
+        #[builder(default)]
+        policy: Policy,
         /// How long the confirmation handler may take to answer; no answer
         /// in time declines the call. By default, as long as it takes.
         confirm_timeout: Option<Duration>,
@@ -194,6 +201,7 @@ impl Agent {
                 state,
                 history: history.unwrap_or_else(|| Arc::new(MemoryHistory::new())),
                 confirm,
+                policy,
                 notifier,
                 context,
                 images,

@@ -258,7 +258,7 @@ pub trait Channel: Send + Sync + 'static {
     /// Asks the user who triggered the call; declines when it can't ask.
     fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
         let _ = request;
-        Box::pin(async { Decision::Decline })
+        Box::pin(async { Decision::Deny(None) })
     }
 }
 

@@ -64,7 +64,7 @@ struct Pending {
 }
 
 /// What a press decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Answered {
     /// The decision, already passed to the waiting turn.
@@ -166,7 +166,7 @@ impl Questions {
         // than show a decision that wasn't taken.
         waiting
             .answer
-            .send(decision)
+            .send(decision.clone())
             .map_err(|_| Unanswered::Expired)?;
         Ok(Answered {
             decision,
@@ -204,8 +204,8 @@ impl Question {
 /// ```
 pub fn decided(prompt: &str, decision: Option<Decision>, timeout: Duration) -> String {
     let outcome = match decision {
-        Some(Decision::Approve) => "✅ Approved".to_owned(),
-        Some(Decision::Decline) => "❌ Declined".to_owned(),
+        Some(decision) if decision.approves() => "✅ Approved".to_owned(),
+        Some(_) => "❌ Declined".to_owned(),
         None => format!("⌛ No answer within {}: declined", spoken(timeout)),
     };
     format!("{prompt}\n\n{outcome}")

@@ -11,6 +11,7 @@
 
 mod context;
 mod memory;
+mod pending;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -22,11 +23,13 @@ use serde::{Deserialize, Serialize};
 pub use context::{CharEstimate, Compaction, ContextPolicy, IMAGE_TOKENS, TokenEstimator};
 pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use memory::MemoryHistory;
+pub use pending::{PendingCall, PendingTurn};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteHistory;
 
 use crate::message::{Image, Message, Part, Role};
+use crate::policy::Approval;
 
 /// A store of conversations, keyed by conversation id.
 ///
@@ -90,6 +93,91 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
             Err(HistoryError::Unsupported {
                 operation: "load_image",
             })
+        })
+    }
+
+    /// The conversation's "always allow" approvals
+    /// ([`Decision::Always`](crate::confirm::Decision::Always)), oldest
+    /// first. By default, none: a store that can't keep them forgets them,
+    /// and the user is asked again.
+    ///
+    /// # Errors
+    /// When the store fails.
+    fn approvals<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Approval>, HistoryError>> {
+        let _ = conversation;
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Keeps an "always allow" approval with the conversation. By default,
+    /// [`HistoryError::Unsupported`]: the call it was given for still runs.
+    ///
+    /// # Errors
+    /// When the store fails or keeps no approvals.
+    fn add_approval<'a>(
+        &'a self,
+        conversation: &'a str,
+        approval: &'a Approval,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let _ = (conversation, approval);
+        Box::pin(async {
+            Err(HistoryError::Unsupported {
+                operation: "add_approval",
+            })
+        })
+    }
+
+    /// The conversation's turn waiting for decisions, if any. By default,
+    /// none.
+    ///
+    /// # Errors
+    /// When the store fails.
+    fn pending<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PendingTurn>, HistoryError>> {
+        let _ = conversation;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Keeps (`Some`) or forgets (`None`) the conversation's turn waiting
+    /// for decisions. By default, [`HistoryError::Unsupported`]: deferring
+    /// needs a store that keeps it.
+    ///
+    /// # Errors
+    /// When the store fails or keeps no pending turns.
+    fn set_pending<'a>(
+        &'a self,
+        conversation: &'a str,
+        pending: Option<&'a PendingTurn>,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let _ = (conversation, pending);
+        Box::pin(async {
+            Err(HistoryError::Unsupported {
+                operation: "set_pending",
+            })
+        })
+    }
+
+    /// Appends the decided turn's step (the calls' message and every
+    /// result) and forgets the pending turn, together: a store that can
+    /// should do both in one transaction, so a crash between them neither
+    /// loses the results nor leaves the turn pending after they were
+    /// stored. By default, [`append`](Self::append) then
+    /// [`set_pending`](Self::set_pending).
+    ///
+    /// # Errors
+    /// When the store fails.
+    fn settle_pending<'a>(
+        &'a self,
+        conversation: &'a str,
+        messages: &'a [Message],
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        Box::pin(async move {
+            self.append(conversation, messages).await?;
+            self.set_pending(conversation, None).await
         })
     }
 

@@ -13,6 +13,7 @@
 
 pub(crate) mod arguments;
 pub(crate) mod context;
+mod effects;
 mod func;
 mod registry;
 pub mod schema;
@@ -27,6 +28,7 @@ use serde_json::Value;
 
 pub use arguments::Constraints;
 pub use context::{Notifier, State, StateType, ToolContext};
+pub use effects::Effects;
 pub use func::{FnTool, from_fn};
 pub use registry::ToolRegistry;
 
@@ -89,6 +91,25 @@ pub trait Tool: Send + Sync + 'static {
     /// The question to ask the user before running with these arguments, or
     /// `None` to run without asking. By default, `None`.
     fn confirmation(&self, arguments: &Value) -> Option<String> {
+        let _ = arguments;
+        None
+    }
+
+    /// What the tool's calls do to the world, for the
+    /// [`Policy`](crate::policy::Policy)'s defaults. By default, nothing
+    /// declared ([`Effects::NONE`]): the call runs unless a rule or
+    /// [`confirmation`](Self::confirmation) says otherwise.
+    fn effects(&self) -> Effects {
+        Effects::NONE
+    }
+
+    /// The command line a call runs, for tools that run programs
+    /// ([`CommandTool`](crate::tools::CommandTool)): the argv, never a shell
+    /// line. The [`Policy`](crate::policy::Policy) matches `command` rules
+    /// against it (and against each command of the script of `sh -c`), and
+    /// never offers "always" for such a tool. By default, `None`: the tool
+    /// runs no other program.
+    fn command_line(&self, arguments: &Value) -> Option<Vec<String>> {
         let _ = arguments;
         None
     }

@@ -49,7 +49,7 @@ impl Inner {
 
     pub(crate) async fn ask(&self, request: ConfirmRequest) -> Decision {
         let Ok(Target::Channel(channel, _)) = target(chat_of(&request.conversation)) else {
-            return Decision::Decline;
+            return Decision::Deny(None);
         };
         let question = self.questions.ask(&request);
         let buttons: Vec<Component> = match serde_json::from_value(json!([{
@@ -63,7 +63,7 @@ impl Inner {
             Err(error) => {
                 self.questions.forget(question.id());
                 tracing::warn!(%error, "could not build the confirmation buttons; declined");
-                return Decision::Decline;
+                return Decision::Deny(None);
             }
         };
         let sent = self
@@ -84,7 +84,7 @@ impl Inner {
             Err(error) => {
                 self.questions.forget(question.id());
                 tracing::warn!(%error, "could not ask for confirmation; declined");
-                return Decision::Decline;
+                return Decision::Deny(None);
             }
         };
         let decision = self.questions.wait(question, self.confirm_timeout).await;
@@ -110,7 +110,7 @@ impl Inner {
                 tracing::debug!(%error, "could not show the time-out");
             }
         }
-        decision.unwrap_or(Decision::Decline)
+        decision.unwrap_or(Decision::Deny(None))
     }
 }
 

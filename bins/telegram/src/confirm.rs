@@ -54,7 +54,7 @@ impl Inner {
 
     pub(crate) async fn ask(&self, request: ConfirmRequest) -> Decision {
         let Ok(place) = Place::parse(&request.conversation) else {
-            return Decision::Decline;
+            return Decision::Deny(None);
         };
         let question = self.questions.ask(&request);
         // Short enough to post, with room for the decision.
@@ -75,15 +75,15 @@ impl Inner {
             Err(error) => {
                 self.questions.forget(question.id());
                 tracing::warn!(error = %self.redact(&error), "could not ask for confirmation; declined");
-                return Decision::Decline;
+                return Decision::Deny(None);
             }
         };
         let decision = self.questions.wait(question, self.confirm_timeout).await;
         // The buttons go: the message now shows the decision.
-        let shown = decided(&prompt, decision, self.confirm_timeout);
+        let shown = decided(&prompt, decision.clone(), self.confirm_timeout);
         if let Err(error) = self.edit_text(place.chat, message, &shown, false).await {
             tracing::debug!(error = %self.redact(&error), "could not show the decision");
         }
-        decision.unwrap_or(Decision::Decline)
+        decision.unwrap_or(Decision::Deny(None))
     }
 }
