@@ -123,6 +123,18 @@ impl Decision {
         Decision::Deny(Some(reason.into()))
     }
 
+    /// One word for logs and traces: `approve`, `edit`, `deny`, `always`,
+    /// `defer`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Edit(_) => "edit",
+            Decision::Deny(_) => "deny",
+            Decision::Always(_) => "always",
+            Decision::Defer => "defer",
+        }
+    }
+
     /// Whether the call runs.
     pub fn approves(&self) -> bool {
         matches!(

@@ -237,6 +237,10 @@ pub enum ToolOutcome {
     /// The [`Policy`](crate::policy::Policy) denied the call: a rule or the
     /// floor.
     Denied,
+    /// Nobody could decide on the call yet
+    /// ([`Decision::Defer`](crate::confirm::Decision::Defer)): it waits,
+    /// with its turn, for [`Agent::resume`](crate::Agent::resume).
+    Deferred,
 }
 
 impl ToolOutcome {
@@ -266,6 +270,7 @@ impl fmt::Display for ToolOutcome {
             ToolOutcome::Rejected => "rejected",
             ToolOutcome::Interrupted => "interrupted",
             ToolOutcome::Denied => "denied",
+            ToolOutcome::Deferred => "deferred",
         })
     }
 }
@@ -284,6 +289,15 @@ pub struct ToolCallRecord {
     pub images: Vec<crate::message::Image>,
     /// Time from the decision to run until the result, confirmation included.
     pub duration: Duration,
+    /// What the [`Policy`](crate::policy::Policy) said, and which rule or
+    /// default said it; `None` for a call turned back before it was asked
+    /// (unknown tool, bad arguments).
+    pub verdict: Option<crate::policy::Verdict>,
+    /// The user's answer when asked ([`Decision::Edit`](crate::confirm::Decision::Edit)
+    /// holds the arguments the call ran with); `None` when nobody was asked.
+    pub decision: Option<crate::confirm::Decision>,
+    /// Who answered, when the front end said who started the turn.
+    pub approver: Option<String>,
 }
 
 /// The end of a successful turn.
@@ -484,6 +498,9 @@ mod tests {
             content: content.to_owned(),
             images: Vec::new(),
             duration: Duration::from_millis(3),
+            verdict: None,
+            decision: None,
+            approver: None,
         }
     }
 

@@ -14,7 +14,7 @@ use super::event::{AgentEvent, Status, ToolCallRecord, ToolOutcome};
 use super::{EventSink, Inner};
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::message::{ToolCall, ToolResult};
-use crate::policy::Permission;
+use crate::policy::{Approval, Layer, Permission, Scope, Verdict};
 use crate::tool::{Tool, ToolContext, ToolOutput};
 
 /// What the model reads when the user declines a call.
@@ -29,31 +29,42 @@ pub(crate) async fn run_calls(
     conversation: &Arc<str>,
     user: Option<&str>,
     calls: &[ToolCall],
+    recent: &[ToolCall],
     bad_arguments: &HashMap<String, u32>,
     sink: &impl EventSink,
     cancel: &CancellationToken,
 ) -> Vec<(ToolResult, ToolCallRecord)> {
+    let approvals = match inner.history.approvals(conversation).await {
+        Ok(approvals) => approvals,
+        Err(error) => {
+            // Asking again is the safe side of a store that can't answer.
+            tracing::warn!(error = %error.chain(), "could not read the conversation's approvals; calls they cover are asked about again");
+            Vec::new()
+        }
+    };
+    let mut previous: Vec<&ToolCall> = recent.iter().collect();
     let decided: Vec<Decided> = calls
         .iter()
         .map(|call| {
+            let repeated = previous.len() >= 2
+                && previous[previous.len() - 2..]
+                    .iter()
+                    .all(|p| p.name == call.name && p.arguments == call.arguments);
+            previous.push(call);
             // A tool's own checks (availability, arguments, the question
             // to ask) are its code too: a panic there fails the call only.
-            std::panic::catch_unwind(AssertUnwindSafe(|| decide(inner, call, bad_arguments)))
-                .unwrap_or_else(|panic| {
-                    tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the tool panicked while its call was checked");
-                    Decided::Reject(ToolOutcome::Panicked, crashed(&*panic))
-                })
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                decide(inner, call, bad_arguments, &approvals, repeated)
+            }))
+            .unwrap_or_else(|panic| {
+                tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the tool panicked while its call was checked");
+                Decided::Reject(ToolOutcome::Panicked, crashed(&*panic), None)
+            })
         })
         .collect();
-    let one_at_a_time = decided.iter().any(|d| {
-        matches!(
-            d,
-            Decided::Run {
-                confirm: Some(_),
-                ..
-            }
-        )
-    });
+    let one_at_a_time = decided
+        .iter()
+        .any(|d| matches!(d, Decided::Run { ask: Some(_), .. }));
     let limit = if one_at_a_time {
         1
     } else {
@@ -73,12 +84,20 @@ pub(crate) async fn run_calls(
 enum Decided {
     Run {
         tool: Arc<dyn Tool>,
-        confirm: Option<String>,
+        verdict: Verdict,
+        /// The question, when the verdict is to ask.
+        ask: Option<String>,
     },
-    Reject(ToolOutcome, String),
+    Reject(ToolOutcome, String, Option<Verdict>),
 }
 
-fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) -> Decided {
+fn decide(
+    inner: &Inner,
+    call: &ToolCall,
+    bad_arguments: &HashMap<String, u32>,
+    approvals: &[Approval],
+    repeated: bool,
+) -> Decided {
     let Some(tool) = inner.tools.get(&call.name) else {
         let known: Vec<String> = inner.tools.specs().iter().map(|s| s.name.clone()).collect();
         return Decided::Reject(
@@ -92,18 +111,21 @@ fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) 
                     known.join(", ")
                 }
             ),
+            None,
         );
     };
     if !inner.tools.is_enabled(&call.name) {
         return Decided::Reject(
             ToolOutcome::Rejected,
             format!("Tool `{}` is disabled.", call.name),
+            None,
         );
     }
     if let Err(reason) = tool.availability() {
         return Decided::Reject(
             ToolOutcome::Rejected,
             format!("Tool `{}` is unavailable here: {reason}", call.name),
+            None,
         );
     }
     let wrong = bad_arguments.get(&call.name).copied().unwrap_or(0);
@@ -115,6 +137,7 @@ fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) 
                  Answer without it, or ask the user for what is missing.",
                 call.name
             ),
+            None,
         );
     }
     match &call.arguments {
@@ -129,6 +152,7 @@ fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) 
                     "The arguments are not valid JSON{why}. Call `{}` again with a JSON object matching its schema.",
                     call.name
                 ),
+                None,
             );
         }
         other => {
@@ -138,30 +162,42 @@ fn decide(inner: &Inner, call: &ToolCall, bad_arguments: &HashMap<String, u32>) 
                     "The arguments must be a JSON object, not `{other}`. Call `{}` again with an object matching its schema.",
                     call.name
                 ),
+                None,
             );
         }
     }
     if let Err(error) = tool.check_arguments(&call.arguments) {
-        return Decided::Reject(ToolOutcome::InvalidArguments, error.message().to_owned());
+        return Decided::Reject(
+            ToolOutcome::InvalidArguments,
+            error.message().to_owned(),
+            None,
+        );
     }
-    let verdict = inner.policy.evaluate(tool.as_ref(), &call.arguments, &[]);
-    let confirm =
+    let mut verdict = inner
+        .policy
+        .evaluate(tool.as_ref(), &call.arguments, approvals);
+    if repeated && verdict.permission == Permission::Allow {
+        verdict = Verdict::new(
+            Permission::Ask,
+            Layer::Guard,
+            "the same call a third time in a row",
+        );
+    }
+    let ask =
         match verdict.permission {
             Permission::Deny => {
-                return Decided::Reject(
-                    ToolOutcome::Denied,
-                    format!(
-                        "Not run: denied by the permission rules ({}).",
-                        verdict.reason
-                    ),
+                let reason = format!(
+                    "Not run: denied by the permission rules ({}).",
+                    verdict.reason
                 );
+                return Decided::Reject(ToolOutcome::Denied, reason, Some(verdict));
             }
             Permission::Ask => Some(tool.confirmation(&call.arguments).unwrap_or_else(|| {
                 crate::private::default_confirmation(&call.name, &call.arguments)
             })),
             Permission::Allow => None,
         };
-    Decided::Run { tool, confirm }
+    Decided::Run { tool, verdict, ask }
 }
 
 async fn run_one(
@@ -181,51 +217,208 @@ async fn run_one(
         "gen_ai.tool.name" = %call.name,
         "gen_ai.tool.call.id" = %call.id,
     );
+    let mut audit = Audit::default();
     let (outcome, content) = async {
-        let (tool, confirm) = match decided {
-            Decided::Reject(outcome, reason) => return (outcome, reason.into()),
-            Decided::Run { tool, confirm } => (tool, confirm),
+        let (tool, verdict, ask) = match decided {
+            Decided::Reject(outcome, reason, verdict) => {
+                audit.verdict = verdict;
+                return (outcome, reason.into());
+            }
+            Decided::Run { tool, verdict, ask } => (tool, verdict, ask),
         };
+        audit.verdict = Some(verdict.clone());
         if cancel.is_cancelled() {
             return interrupted();
         }
-        if let Some(prompt) = confirm {
+        let mut arguments = None;
+        if let Some(prompt) = ask {
             sink.emit(AgentEvent::Status(Status::AwaitingConfirmation {
                 tool: call.name.clone(),
             }))
             .await;
-            match ask(inner, conversation, user, call, prompt, cancel).await {
-                Ok(decision) if decision.approves() => {}
-                Ok(_) => {
-                    return (ToolOutcome::Declined, CANCELLED_BY_USER.into());
-                }
-                Err(outcome) => return outcome,
+            let offer = always_offer(tool.as_ref(), &call.arguments);
+            let decision = match ask_handler(
+                inner,
+                conversation,
+                user,
+                call,
+                prompt,
+                &verdict,
+                offer,
+                cancel,
+            )
+            .await
+            {
+                Ok(decision) => decision,
+                Err(ended) => return ended,
+            };
+            audit.approver = user.map(str::to_owned);
+            audit.decision = Some(decision.clone());
+            match apply(inner, conversation, user, call, tool.as_ref(), decision).await {
+                Ok(edited) => arguments = edited,
+                Err(ended) => return ended,
             }
         }
         sink.emit(AgentEvent::Status(Status::RunningTool {
             tool: call.name.clone(),
         }))
         .await;
-        execute(inner, conversation, call, tool.as_ref(), cancel).await
+        let arguments = arguments.unwrap_or_else(|| call.arguments.clone());
+        execute(inner, conversation, call, arguments, tool.as_ref(), cancel).await
     }
     .instrument(span)
     .await;
+    audit.log(call, outcome);
     if outcome != ToolOutcome::Ok {
         tracing::debug!(tool = %call.name, ?outcome, content = %content.text, "tool call did not succeed");
     }
-    let (result, record) = finished(call, outcome, content, started.elapsed());
+    let (result, mut record) = finished(call, outcome, content, started.elapsed());
+    record.verdict = audit.verdict;
+    record.decision = audit.decision;
+    record.approver = audit.approver;
     sink.emit(AgentEvent::ToolCallFinished(record.clone()))
         .await;
     (result, record)
 }
 
+/// What decided a call, for its record and the audit trail.
+#[derive(Default)]
+struct Audit {
+    verdict: Option<Verdict>,
+    decision: Option<Decision>,
+    approver: Option<String>,
+}
+
+impl Audit {
+    /// One event per decided call, on its own target so an operator can
+    /// keep the audit trail apart: `RUST_LOG=ferrobot::policy=info`.
+    fn log(&self, call: &ToolCall, outcome: ToolOutcome) {
+        let Some(verdict) = &self.verdict else {
+            return;
+        };
+        tracing::info!(
+            target: "ferrobot::policy",
+            tool = %call.name,
+            call_id = %call.id,
+            permission = %verdict.permission,
+            layer = %verdict.layer,
+            rule = %verdict.reason,
+            decision = self.decision.as_ref().map(Decision::label),
+            approver = self.approver.as_deref(),
+            edited = matches!(self.decision, Some(Decision::Edit(_))),
+            %outcome,
+            "tool call decided"
+        );
+    }
+}
+
+/// What "always allow" would cover for this call: every call of the tool,
+/// except for tools that run other programs, which are approved one call
+/// at a time.
+fn always_offer(tool: &dyn Tool, arguments: &Value) -> Option<Scope> {
+    tool.command_line(arguments)
+        .is_none()
+        .then_some(Scope::Tool)
+}
+
+/// Carries out the user's decision: `Ok(None)` runs the call as the model
+/// wrote it, `Ok(Some(arguments))` with the user's arguments instead.
+async fn apply(
+    inner: &Inner,
+    conversation: &Arc<str>,
+    user: Option<&str>,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    decision: Decision,
+) -> Result<Option<Value>, Ended> {
+    match decision {
+        Decision::Approve => Ok(None),
+        Decision::Deny(None) => Err((ToolOutcome::Declined, CANCELLED_BY_USER.into())),
+        Decision::Deny(Some(reason)) => Err((
+            ToolOutcome::Declined,
+            format!("Declined by the user: {reason}").into(),
+        )),
+        Decision::Edit(arguments) => recheck(inner, conversation, call, tool, arguments)
+            .await
+            .map(Some),
+        Decision::Always(scope) => {
+            if tool.command_line(&call.arguments).is_some() {
+                tracing::warn!(tool = %call.name, "\"always\" is not given for a tool that runs other programs; this call runs once");
+                return Ok(None);
+            }
+            let mut approval = Approval::new(&call.name, scope);
+            approval.granted_by = user.map(str::to_owned);
+            if let Err(error) = inner.history.add_approval(conversation, &approval).await {
+                tracing::warn!(tool = %call.name, error = %error.chain(), "the \"always\" approval could not be stored; this call runs, later ones are asked about again");
+            }
+            Ok(None)
+        }
+        Decision::Defer => Err((
+            ToolOutcome::Deferred,
+            "Waiting for the user's decision.".into(),
+        )),
+    }
+}
+
+/// Arguments the user edited go through the same checks as the model's,
+/// and the rules again: editing never turns a denied call into one that
+/// runs. An "ask" is answered: the user wrote these arguments.
+async fn recheck(
+    inner: &Inner,
+    conversation: &Arc<str>,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    arguments: Value,
+) -> Result<Value, Ended> {
+    if !arguments.is_object() {
+        return Err((
+            ToolOutcome::InvalidArguments,
+            "Not run: the user's edited arguments are not a JSON object.".into(),
+        ));
+    }
+    if let Err(error) = tool.check_arguments(&arguments) {
+        return Err((
+            ToolOutcome::InvalidArguments,
+            format!(
+                "Not run: the user's edited arguments don't fit: {}",
+                error.message()
+            )
+            .into(),
+        ));
+    }
+    let approvals = inner
+        .history
+        .approvals(conversation)
+        .await
+        .unwrap_or_default();
+    let verdict = inner.policy.evaluate(tool, &arguments, &approvals);
+    if verdict.permission == Permission::Deny {
+        tracing::info!(target: "ferrobot::policy", tool = %call.name, rule = %verdict.reason, "the user's edited arguments are denied");
+        return Err((
+            ToolOutcome::Denied,
+            format!(
+                "Not run: the user's edited arguments are denied by the permission rules ({}).",
+                verdict.reason
+            )
+            .into(),
+        ));
+    }
+    Ok(arguments)
+}
+
 /// Asks the confirmation handler; with none, the call is declined (fail closed).
-async fn ask(
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, each argument distinct"
+)]
+async fn ask_handler(
     inner: &Inner,
     conversation: &Arc<str>,
     user: Option<&str>,
     call: &ToolCall,
     prompt: String,
+    verdict: &Verdict,
+    always: Option<Scope>,
     cancel: &CancellationToken,
 ) -> Result<Decision, Ended> {
     let Some(handler) = &inner.confirm else {
@@ -246,8 +439,8 @@ async fn ask(
         tool: call.name.clone(),
         prompt,
         arguments: call.arguments.clone(),
-        reason: String::new(),
-        always: Some(crate::policy::Scope::Tool),
+        reason: verdict.reason.clone(),
+        always,
     };
     // The handler is the application's code: if it panics, nobody said yes.
     let asked = AssertUnwindSafe(async { handler.confirm(request).await }).catch_unwind();
@@ -286,6 +479,7 @@ async fn execute(
     inner: &Inner,
     conversation: &Arc<str>,
     call: &ToolCall,
+    arguments: Value,
     tool: &dyn Tool,
     cancel: &CancellationToken,
 ) -> Ended {
@@ -319,8 +513,7 @@ async fn execute(
     let limit = tool.timeout().unwrap_or(inner.tool_timeout);
     // Inside the future, so a panic while the tool builds its future is
     // caught as well as one while it runs.
-    let running =
-        AssertUnwindSafe(async { tool.call(call.arguments.clone(), ctx).await }).catch_unwind();
+    let running = AssertUnwindSafe(async { tool.call(arguments, ctx).await }).catch_unwind();
     let outcome = tokio::select! {
         outcome = tokio::time::timeout(limit, running) => outcome,
         () = cancel.cancelled() => return interrupted(),
@@ -385,6 +578,9 @@ fn finished(
         content: text,
         images,
         duration,
+        verdict: None,
+        decision: None,
+        approver: None,
     };
     (result, record)
 }

@@ -49,6 +49,7 @@ pub(super) async fn run(
         conversation,
         user,
         std::slice::from_ref(&call),
+        &[],
         &Default::default(),
         sink,
         cancel,

@@ -172,6 +172,7 @@ impl<S: EventSink> Turn<'_, S> {
                     &self.conversation,
                     self.user,
                     &calls,
+                    &last_calls(&history),
                     &self.bad_arguments,
                     self.sink,
                     self.cancel,
@@ -460,6 +461,20 @@ impl<S: EventSink> Turn<'_, S> {
             output: None,
         }
     }
+}
+
+/// The conversation's last two tool calls, oldest first: the agent asks
+/// before the same call runs a third time in a row.
+fn last_calls(history: &[Message]) -> Vec<ToolCall> {
+    let mut calls: Vec<ToolCall> = history
+        .iter()
+        .rev()
+        .flat_map(|m| m.tool_calls().collect::<Vec<_>>().into_iter().rev())
+        .take(2)
+        .cloned()
+        .collect();
+    calls.reverse();
+    calls
 }
 
 /// The agent event a provider event becomes, if any.
