@@ -78,6 +78,28 @@ impl ConfirmRequest {
         self.user = Some(user.into());
         self
     }
+
+    /// The same request, for the call `call_id` with `arguments`.
+    #[must_use]
+    pub fn for_call(mut self, call_id: impl Into<String>, arguments: Value) -> Self {
+        self.call_id = call_id.into();
+        self.arguments = arguments;
+        self
+    }
+
+    /// The same request, asked because of `reason`.
+    #[must_use]
+    pub fn because(mut self, reason: impl Into<String>) -> Self {
+        self.reason = reason.into();
+        self
+    }
+
+    /// The same request, offering "always" for `scope` (`None`: not offered).
+    #[must_use]
+    pub fn offering(mut self, scope: Option<Scope>) -> Self {
+        self.always = scope;
+        self
+    }
 }
 
 /// The user's answer.

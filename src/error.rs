@@ -30,6 +30,55 @@ pub enum Error {
     /// A typed answer ([`Output`](crate::agent::Output)) could not be had.
     #[error("no answer of the required shape")]
     Output(#[from] OutputError),
+    /// A turn waiting for the user's decisions on tool calls
+    /// ([`Decision::Defer`](crate::confirm::Decision::Defer)) is in the way,
+    /// or [`Agent::resume`](crate::Agent::resume) was given decisions that
+    /// don't fit it. Nothing changed.
+    #[error("tool calls wait for a decision")]
+    Pending(#[from] PendingError),
+}
+
+/// Why a conversation's pending turn stopped a call of
+/// [`Agent::handle`](crate::Agent::handle) or
+/// [`Agent::resume`](crate::Agent::resume).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PendingError {
+    /// A new message came while the conversation's turn waits for
+    /// decisions: it is not run (nor stored).
+    #[error(
+        "this conversation waits for a decision on {}; decide on them \
+         (Agent::resume) before sending another message",
+        list(calls)
+    )]
+    Waiting {
+        /// The waiting calls, as `` `tool` (id) ``.
+        calls: Vec<String>,
+    },
+    /// `resume` was called for a conversation with no turn waiting.
+    #[error("no turn of this conversation waits for decisions")]
+    NothingPending,
+    /// A decision names a call that isn't waiting.
+    #[error(
+        "call `{id}` does not wait for a decision here; the waiting calls are {}",
+        list(waiting)
+    )]
+    UnknownCall {
+        /// The id given.
+        id: String,
+        /// The waiting calls, as `` `tool` (id) ``.
+        waiting: Vec<String>,
+    },
+    /// A waiting call got no decision, or `Defer` again.
+    #[error("call {call} needs a decision: approve, edit, deny or always")]
+    Undecided {
+        /// The call, as `` `tool` (id) ``.
+        call: String,
+    },
+}
+
+fn list(calls: &[String]) -> String {
+    calls.join(", ")
 }
 
 /// Why a turn that asked for a typed answer has none.
@@ -92,6 +141,7 @@ impl Error {
             Error::History(e) => format!("Conversation history unavailable: {}", e.chain()),
             Error::Cancelled => "Cancelled.".to_owned(),
             Error::Output(e) => format!("No answer in the required form: {e}"),
+            Error::Pending(e) => format!("Waiting for a decision: {e}"),
         }
     }
 }

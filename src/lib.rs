@@ -73,7 +73,7 @@ pub use ferrobot_macros::tool;
 pub use ferrobot_macros::toolbox;
 
 pub use agent::{Agent, AgentEvent, Reply, TurnStream};
-pub use error::{BoxError, Error, OutputError, Result, chain as error_chain};
+pub use error::{BoxError, Error, OutputError, PendingError, Result, chain as error_chain};
 pub use message::{
     Image, Message, Opaque, Part, Reasoning, Role, ToolCall, ToolResult, ToolSpec, Usage,
 };

@@ -321,6 +321,11 @@ pub struct Reply {
     /// `None` when the turn asked for none. [`text`](Self::text) holds it
     /// as the model wrote it.
     pub output: Option<serde_json::Value>,
+    /// Tool calls waiting for a decision
+    /// ([`Decision::Defer`](crate::confirm::Decision::Defer)): the turn
+    /// stopped before them, and [`text`](Self::text) lists them. Answer
+    /// them with [`Agent::resume`](super::Agent::resume). Empty otherwise.
+    pub pending: Vec<crate::confirm::ConfirmRequest>,
 }
 
 impl fmt::Display for AgentEvent {

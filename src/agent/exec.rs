@@ -21,7 +21,8 @@ use crate::tool::{Tool, ToolContext, ToolOutput};
 pub(crate) const CANCELLED_BY_USER: &str = "Cancelled by user.";
 
 /// Runs a round's calls and returns each call's result and record, in call
-/// order. Calls run concurrently (at most `max_concurrent_tools` at once)
+/// order. A call with an entry in `answers` (a resumed turn's decisions)
+/// takes it instead of asking. Calls run concurrently (at most `max_concurrent_tools` at once)
 /// unless one needs confirmation, in which case they run one at a time so
 /// each prompt can be answered on its own. Exclusive tools run alone.
 pub(crate) async fn run_calls(
@@ -31,6 +32,7 @@ pub(crate) async fn run_calls(
     calls: &[ToolCall],
     recent: &[ToolCall],
     bad_arguments: &HashMap<String, u32>,
+    answers: &HashMap<String, Decision>,
     sink: &impl EventSink,
     cancel: &CancellationToken,
 ) -> Vec<(ToolResult, ToolCallRecord)> {
@@ -75,7 +77,19 @@ pub(crate) async fn run_calls(
     let runs: Vec<_> = calls
         .iter()
         .zip(decided)
-        .map(|(call, decided)| run_one(inner, conversation, user, call, decided, sink, cancel))
+        .map(|(call, decided)| {
+            let answer = answers.get(&call.id).cloned();
+            run_one(
+                inner,
+                conversation,
+                user,
+                call,
+                decided,
+                answer,
+                sink,
+                cancel,
+            )
+        })
         .collect();
     stream::iter(runs).buffered(limit).collect().await
 }
@@ -200,12 +214,17 @@ fn decide(
     Decided::Run { tool, verdict, ask }
 }
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, each argument distinct"
+)]
 async fn run_one(
     inner: &Inner,
     conversation: &Arc<str>,
     user: Option<&str>,
     call: &ToolCall,
     decided: Decided,
+    answer: Option<Decision>,
     sink: &impl EventSink,
     cancel: &CancellationToken,
 ) -> (ToolResult, ToolCallRecord) {
@@ -230,28 +249,38 @@ async fn run_one(
         if cancel.is_cancelled() {
             return interrupted();
         }
+        let decision = match (answer, ask) {
+            // Decided already, when the turn resumes: a "no" still stops a
+            // call the rules would allow.
+            (Some(answer), _) => Some(answer),
+            (None, Some(prompt)) => {
+                sink.emit(AgentEvent::Status(Status::AwaitingConfirmation {
+                    tool: call.name.clone(),
+                }))
+                .await;
+                let offer = always_offer(tool.as_ref(), &call.arguments);
+                let asked = ask_handler(
+                    inner,
+                    conversation,
+                    user,
+                    call,
+                    prompt.clone(),
+                    &verdict,
+                    offer,
+                    cancel,
+                )
+                .await;
+                match asked {
+                    // The question is what the deferred call's record holds.
+                    Ok(Decision::Defer) => return (ToolOutcome::Deferred, prompt.into()),
+                    Ok(decision) => Some(decision),
+                    Err(ended) => return ended,
+                }
+            }
+            (None, None) => None,
+        };
         let mut arguments = None;
-        if let Some(prompt) = ask {
-            sink.emit(AgentEvent::Status(Status::AwaitingConfirmation {
-                tool: call.name.clone(),
-            }))
-            .await;
-            let offer = always_offer(tool.as_ref(), &call.arguments);
-            let decision = match ask_handler(
-                inner,
-                conversation,
-                user,
-                call,
-                prompt,
-                &verdict,
-                offer,
-                cancel,
-            )
-            .await
-            {
-                Ok(decision) => decision,
-                Err(ended) => return ended,
-            };
+        if let Some(decision) = decision {
             audit.approver = user.map(str::to_owned);
             audit.decision = Some(decision.clone());
             match apply(inner, conversation, user, call, tool.as_ref(), decision).await {
@@ -315,7 +344,7 @@ impl Audit {
 /// What "always allow" would cover for this call: every call of the tool,
 /// except for tools that run other programs, which are approved one call
 /// at a time.
-fn always_offer(tool: &dyn Tool, arguments: &Value) -> Option<Scope> {
+pub(crate) fn always_offer(tool: &dyn Tool, arguments: &Value) -> Option<Scope> {
     tool.command_line(arguments)
         .is_none()
         .then_some(Scope::Tool)
@@ -353,6 +382,8 @@ async fn apply(
             }
             Ok(None)
         }
+        // Asked and answered "later" is handled by the caller; a resumed
+        // turn refuses it before anything runs.
         Decision::Defer => Err((
             ToolOutcome::Deferred,
             "Waiting for the user's decision.".into(),

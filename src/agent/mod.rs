@@ -54,7 +54,7 @@ pub use output::{Output, OutputMode, OutputSchemaError};
 pub use request::TurnRequest;
 
 use self::lock::ConversationLocks;
-use crate::confirm::ConfirmHandler;
+use crate::confirm::{ConfirmHandler, Decision};
 use crate::error::{Error, Result};
 use crate::history::{HistoryStore, MemoryHistory};
 use crate::policy::Policy;
@@ -290,6 +290,15 @@ impl Agent {
             None => Output::of::<T>(),
         };
         let reply = self.handle(conversation, request.output(output)).await?;
+        if !reply.pending.is_empty() {
+            return Err(Error::Pending(crate::PendingError::Waiting {
+                calls: reply
+                    .pending
+                    .iter()
+                    .map(|p| format!("`{}` ({})", p.tool, p.call_id))
+                    .collect(),
+            }));
+        }
         let Some(value) = reply.output else {
             // A slash command answers without the model.
             return Err(Error::Output(crate::error::OutputError::NoAnswer(format!(
@@ -353,6 +362,66 @@ impl Agent {
             let _ = sink.tx.send(end).await;
         });
         TurnStream { rx, cancel }
+    }
+
+    /// Continues the conversation's turn that waits for decisions: the calls
+    /// a [`ConfirmHandler`] deferred
+    /// ([`Decision::Defer`](crate::confirm::Decision::Defer)), listed in
+    /// that turn's [`Reply::pending`] and kept with the conversation — in
+    /// this process or, with a store that keeps them (`SqliteHistory`),
+    /// another one after a restart. Give one decision per waiting call, by
+    /// call id; approved calls run (edited arguments and the rules are
+    /// checked again: a rule that denies still denies), then the turn goes
+    /// on as any turn does and returns its reply.
+    ///
+    /// While a turn waits, the conversation takes no new message
+    /// ([`PendingError::Waiting`](crate::PendingError::Waiting)). The
+    /// confirmation time-out doesn't run while a call waits, and the
+    /// resumed turn's [`TurnBudget`] starts afresh; its rounds count on
+    /// from where the turn stopped. [`stream`](Self::stream) with
+    /// [`TurnRequest::resume`] does the same with events.
+    ///
+    /// # Errors
+    /// [`Error::Pending`] when nothing waits, a decision names a call that
+    /// doesn't wait, or a waiting call has no decision (or `Defer` again):
+    /// nothing runs then. Otherwise as [`handle`](Self::handle).
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> ferrobot::Result<()> {
+    /// use ferrobot::confirm::{ConfirmRequest, Decision};
+    /// use ferrobot::testing::{MockProvider, MockTurn};
+    /// use ferrobot::{Agent, agent::ToolOutcome, tool::from_fn};
+    ///
+    /// let delete = from_fn("delete_logs", "Delete old logs.", |_: serde_json::Value, _| async { "deleted 3 files" })
+    ///     .confirm("Delete the old logs?");
+    /// let model = MockProvider::new()
+    ///     .then(MockTurn::new().tool_call("delete_logs", serde_json::json!({})))
+    ///     .then(MockTurn::new().text("Done: 3 files deleted."));
+    /// let agent = Agent::builder()
+    ///     .provider(model)
+    ///     .tool(delete)
+    ///     // A web app: nobody can answer now.
+    ///     .confirm(|_: ConfirmRequest| async { Decision::Defer })
+    ///     .build();
+    ///
+    /// let waiting = agent.handle("ops", "clean the logs").await?;
+    /// assert_eq!(waiting.pending[0].prompt, "Delete the old logs?");
+    ///
+    /// // Later, once a reviewer said yes:
+    /// let id = waiting.pending[0].call_id.clone();
+    /// let reply = agent.resume("ops", [(id, Decision::Approve)]).await?;
+    /// assert_eq!(reply.text, "Done: 3 files deleted.");
+    /// assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Ok);
+    /// # Ok(()) }
+    /// ```
+    pub async fn resume<I: Into<String>>(
+        &self,
+        conversation: &str,
+        decisions: impl IntoIterator<Item = (I, Decision)>,
+    ) -> Result<Reply> {
+        self.handle(conversation, TurnRequest::resume(decisions))
+            .await
     }
 
     /// The agent's tools; enable or disable them here at any time.

@@ -1,6 +1,7 @@
 //! What one turn is given.
 
 use super::output::Output;
+use crate::confirm::Decision;
 use crate::message::Image;
 
 /// What a turn is given: the user's text and, when wanted, images, who sent
@@ -36,6 +37,9 @@ pub struct TurnRequest {
     /// The shape the answer must have; `None` for the agent's own
     /// ([`AgentBuilder::output`](super::AgentBuilder::output)), if any.
     pub output: Option<Output>,
+    /// Decisions on the calls of the conversation's pending turn, by call
+    /// id ([`TurnRequest::resume`]); `None` for a new message.
+    pub decisions: Option<Vec<(String, Decision)>>,
 }
 
 impl TurnRequest {
@@ -59,6 +63,30 @@ impl TurnRequest {
     pub fn image(mut self, image: Image) -> Self {
         self.images.push(image);
         self
+    }
+
+    /// Continues the conversation's turn that waits for decisions
+    /// ([`Reply::pending`](super::Reply::pending)) with one decision per
+    /// waiting call, by call id; [`Agent::resume`](super::Agent::resume)
+    /// does the same without events. The text is unused.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::{agent::TurnRequest, confirm::Decision};
+    /// let request = TurnRequest::resume([("call_1", Decision::Approve), ("call_2", Decision::deny("not that one"))])
+    ///     .user("ann");
+    /// assert_eq!(request.decisions.as_ref().map(Vec::len), Some(2));
+    /// ```
+    pub fn resume<I: Into<String>>(decisions: impl IntoIterator<Item = (I, Decision)>) -> Self {
+        Self {
+            decisions: Some(
+                decisions
+                    .into_iter()
+                    .map(|(id, decision)| (id.into(), decision))
+                    .collect(),
+            ),
+            ..Self::default()
+        }
     }
 
     /// Says who sent the message.

@@ -51,6 +51,7 @@ pub(super) async fn run(
         std::slice::from_ref(&call),
         &[],
         &Default::default(),
+        &Default::default(),
         sink,
         cancel,
     )

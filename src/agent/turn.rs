@@ -11,8 +11,9 @@ use super::answer::{Typed, Verdict, Watch};
 use super::budget::{Limit, Spent};
 use super::event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
 use super::{EventSink, Inner, TurnRequest, exec, slash};
-use crate::error::{Error, Result};
-use crate::history::{shorten_tool_outputs, since_summary};
+use crate::confirm::{ConfirmRequest, Decision};
+use crate::error::{Error, PendingError, Result};
+use crate::history::{PendingCall, PendingTurn, shorten_tool_outputs, since_summary};
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, ToolSpec, Usage};
 use crate::provider::{
     Assembled, Assembler, ChatRequest, OutputFormat, ProviderError, StreamEvent, ToolChoice,
@@ -50,7 +51,7 @@ pub(super) async fn run(
         })
         .transpose()?;
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
-    Turn {
+    let turn = Turn {
         inner,
         conversation,
         user,
@@ -60,10 +61,11 @@ pub(super) async fn run(
         records: Vec::new(),
         bad_arguments: HashMap::new(),
         typed,
+    };
+    match &request.decisions {
+        Some(decisions) => turn.resume(decisions).instrument(span).await,
+        None => turn.run(user_message(request)).instrument(span).await,
     }
-    .run(user_message(request))
-    .instrument(span)
-    .await
 }
 
 struct Turn<'a, S> {
@@ -88,20 +90,88 @@ enum CallEnd {
 }
 
 impl<S: EventSink> Turn<'_, S> {
-    async fn run(mut self, user: Message) -> Result<Reply> {
+    async fn run(self, user: Message) -> Result<Reply> {
         let _turn = tokio::select! {
             guard = self.inner.locks.lock(&self.conversation) => guard,
             () = self.cancel.cancelled() => return Err(Error::Cancelled),
         };
+        if let Some(pending) = self.inner.history.pending(&self.conversation).await? {
+            return Err(PendingError::Waiting {
+                calls: pending.waiting.iter().map(|w| named(&w.call)).collect(),
+            }
+            .into());
+        }
         // The budget counts from here: waiting for the conversation's
         // earlier turn is not this turn's work.
-        let mut spent = Spent::new();
+        let spent = Spent::new();
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
         self.store(std::slice::from_ref(&user)).await?;
         history.push(user);
         super::images::prepare(self.inner, &mut history).await;
+        self.rounds(history, 0, spent).await
+    }
 
-        let mut round = 0;
+    /// Continues the turn that waited for decisions: runs (or refuses) its
+    /// waiting calls as decided, stores the round whole, and goes on.
+    async fn resume(mut self, decisions: &[(String, Decision)]) -> Result<Reply> {
+        let _turn = tokio::select! {
+            guard = self.inner.locks.lock(&self.conversation) => guard,
+            () = self.cancel.cancelled() => return Err(Error::Cancelled),
+        };
+        let pending = self
+            .inner
+            .history
+            .pending(&self.conversation)
+            .await?
+            .ok_or(PendingError::NothingPending)?;
+        let answers = match_decisions(&pending, decisions)?;
+        // A new budget: the time spent waiting for a human is nobody's work.
+        let spent = Spent::new();
+        let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
+        super::images::prepare(self.inner, &mut history).await;
+        let calls: Vec<ToolCall> = pending.waiting.iter().map(|w| w.call.clone()).collect();
+        let decided = exec::run_calls(
+            self.inner,
+            &self.conversation,
+            self.user,
+            &calls,
+            &last_calls(&history),
+            &self.bad_arguments,
+            &answers,
+            self.sink,
+            self.cancel,
+        )
+        .await;
+        let (mut results, records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
+            decided.into_iter().unzip();
+        results.extend(pending.results.iter().cloned());
+        // In the order the model made the calls, as the first round would have.
+        let order: Vec<&str> = pending
+            .message
+            .tool_calls()
+            .map(|c| c.id.as_str())
+            .collect();
+        results.sort_by_key(|r| order.iter().position(|id| *id == r.call_id));
+        let step = [pending.message, Message::tool_results(results)];
+        self.inner
+            .history
+            .settle_pending(&self.conversation, &step)
+            .await?;
+        self.records.extend(records);
+        if self.cancel.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
+        history.extend(step);
+        self.rounds(history, pending.round, spent).await
+    }
+
+    /// Model calls and tool rounds from round `round` on, until an answer.
+    async fn rounds(
+        mut self,
+        mut history: Vec<Message>,
+        mut round: u32,
+        mut spent: Spent,
+    ) -> Result<Reply> {
         loop {
             // Read each round: a tool switched off mid-turn is not offered again.
             let mut tools = self.inner.tools.specs();
@@ -174,13 +244,29 @@ impl<S: EventSink> Turn<'_, S> {
                     &calls,
                     &last_calls(&history),
                     &self.bad_arguments,
+                    &HashMap::new(),
                     self.sink,
                     self.cancel,
                 )
                 .await
             };
-            let (results, records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
+            let (mut results, mut records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
                 results.into_iter().unzip();
+            if records.iter().any(|r| r.outcome == ToolOutcome::Deferred) {
+                match self
+                    .keep_pending(&assembled.message, &results, &records, round + 1)
+                    .await
+                {
+                    Ok(pending) => {
+                        self.records.extend(records);
+                        return Ok(self.pending_reply(assembled, pending));
+                    }
+                    Err(error) => {
+                        tracing::warn!(error = %error.chain(), "the history store can't keep calls waiting for a decision; they are declined");
+                        decline_deferred(&mut results, &mut records);
+                    }
+                }
+            }
             spent.tool_output_bytes += results.iter().map(|r| r.content.len()).sum::<usize>();
             let step = [assembled.message.clone(), Message::tool_results(results)];
             self.store(&step).await?;
@@ -439,6 +525,77 @@ impl<S: EventSink> Turn<'_, S> {
         refused
     }
 
+    /// Keeps the round whose calls wait for decisions with the
+    /// conversation: the model's message, the results of the calls that
+    /// were decided, and the waiting calls with their questions.
+    async fn keep_pending(
+        &self,
+        message: &Message,
+        results: &[ToolResult],
+        records: &[ToolCallRecord],
+        round: u32,
+    ) -> std::result::Result<PendingTurn, crate::history::HistoryError> {
+        let waiting: Vec<PendingCall> = records
+            .iter()
+            .filter(|r| r.outcome == ToolOutcome::Deferred)
+            .map(|r| {
+                let reason = r.verdict.as_ref().map_or("", |v| v.reason.as_str());
+                PendingCall::new(r.call.clone(), r.content.clone(), reason)
+            })
+            .collect();
+        let done = records
+            .iter()
+            .zip(results)
+            .filter(|(r, _)| r.outcome != ToolOutcome::Deferred)
+            .map(|(_, result)| result.clone())
+            .collect();
+        let pending = PendingTurn::new(
+            message.clone(),
+            done,
+            waiting,
+            round,
+            self.user.map(str::to_owned),
+        );
+        self.inner
+            .history
+            .set_pending(&self.conversation, Some(&pending))
+            .await?;
+        Ok(pending)
+    }
+
+    /// The reply of a turn that waits: the calls, as questions to answer
+    /// with [`Agent::resume`](super::Agent::resume).
+    fn pending_reply(self, assembled: Assembled, pending: PendingTurn) -> Reply {
+        let questions: Vec<ConfirmRequest> = pending
+            .waiting
+            .into_iter()
+            .map(|waiting| {
+                let always =
+                    self.inner.tools.get(&waiting.call.name).and_then(|tool| {
+                        exec::always_offer(tool.as_ref(), &waiting.call.arguments)
+                    });
+                let mut question = ConfirmRequest::new(
+                    self.conversation.as_ref(),
+                    &waiting.call.name,
+                    waiting.prompt,
+                )
+                .for_call(waiting.call.id, waiting.call.arguments)
+                .because(waiting.reason)
+                .offering(always);
+                question.user = self.user.map(str::to_owned);
+                question
+            })
+            .collect();
+        let mut text = String::from("Waiting for a decision before running:");
+        for question in &questions {
+            text.push_str(&format!("\n- {} (`{}`)", question.prompt, question.tool));
+        }
+        let mut reply = self.reply(assembled);
+        reply.text = text;
+        reply.pending = questions;
+        reply
+    }
+
     async fn store(&self, messages: &[Message]) -> Result<()> {
         Ok(self
             .inner
@@ -459,6 +616,55 @@ impl<S: EventSink> Turn<'_, S> {
             tool_calls: self.records,
             finish_reason: assembled.finish,
             output: None,
+            pending: Vec::new(),
+        }
+    }
+}
+
+/// A call as errors name it: `` `tool` (id) ``.
+fn named(call: &ToolCall) -> String {
+    format!("`{}` ({})", call.name, call.id)
+}
+
+/// The decisions for a pending turn's waiting calls, by call id: one for
+/// each, none for another call, and none of them "later" again.
+fn match_decisions(
+    pending: &PendingTurn,
+    decisions: &[(String, Decision)],
+) -> std::result::Result<HashMap<String, Decision>, PendingError> {
+    let waiting: Vec<String> = pending.waiting.iter().map(|w| named(&w.call)).collect();
+    let mut answers = HashMap::new();
+    for (id, decision) in decisions {
+        if !pending.waiting.iter().any(|w| w.call.id == *id) {
+            return Err(PendingError::UnknownCall {
+                id: id.clone(),
+                waiting,
+            });
+        }
+        answers.insert(id.clone(), decision.clone());
+    }
+    for waiting in &pending.waiting {
+        match answers.get(&waiting.call.id) {
+            None | Some(Decision::Defer) => {
+                return Err(PendingError::Undecided {
+                    call: named(&waiting.call),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(answers)
+}
+
+/// Deferred calls the store couldn't keep are declined: nothing runs
+/// without a decision, and the model reads why.
+fn decline_deferred(results: &mut [ToolResult], records: &mut [ToolCallRecord]) {
+    const WHY: &str = "Not run: the user's decision was deferred, and this agent's history store can't keep a call waiting.";
+    for (result, record) in results.iter_mut().zip(records) {
+        if record.outcome == ToolOutcome::Deferred {
+            record.outcome = ToolOutcome::Declined;
+            WHY.clone_into(&mut record.content);
+            *result = ToolResult::error(&record.call.id, WHY);
         }
     }
 }

@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::history::HistoryError;
 
 /// Forgets the conversation's last turn: its last user message (not a
-/// summary) and everything after it, once no turn of it runs. Returns that
+/// summary) and everything after it, a pending turn's waiting calls
+/// included, once no turn of it runs. Returns that
 /// message's text, or `None` when there was none.
 ///
 /// A turn that compacted the conversation left the original of its message,
@@ -37,6 +38,10 @@ pub(super) async fn undo(
     }
     let text = messages[at].text();
     inner.history.truncate(conversation, at).await?;
+    // A turn waiting for decisions is part of the turn taken back.
+    if inner.history.pending(conversation).await?.is_some() {
+        inner.history.set_pending(conversation, None).await?;
+    }
     Ok(Some(text))
 }
 

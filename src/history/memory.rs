@@ -6,9 +6,11 @@ use std::sync::Mutex;
 use futures_util::future::BoxFuture;
 
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, SearchHit, now, searchable_text, title_of,
+    ConversationInfo, HistoryError, HistoryStore, PendingTurn, SearchHit, now, searchable_text,
+    title_of,
 };
 use crate::message::Message;
+use crate::policy::Approval;
 
 /// Keeps conversations in memory; they end with the process.
 ///
@@ -34,6 +36,20 @@ struct Conversation {
     messages: Vec<Message>,
     created: i64,
     updated: i64,
+    approvals: Vec<Approval>,
+    pending: Option<PendingTurn>,
+}
+
+impl Conversation {
+    fn new(time: i64) -> Self {
+        Self {
+            messages: Vec::new(),
+            created: time,
+            updated: time,
+            approvals: Vec::new(),
+            pending: None,
+        }
+    }
 }
 
 impl MemoryHistory {
@@ -71,12 +87,82 @@ impl HistoryStore for MemoryHistory {
         self.with(|c| {
             let entry = c
                 .entry(conversation.to_owned())
-                .or_insert_with(|| Conversation {
-                    messages: Vec::new(),
-                    created: time,
-                    updated: time,
-                });
+                .or_insert_with(|| Conversation::new(time));
             entry.messages.extend_from_slice(messages);
+            entry.updated = time;
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn approvals<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Approval>, HistoryError>> {
+        let approvals = self.with(|c| {
+            c.get(conversation)
+                .map(|c| c.approvals.clone())
+                .unwrap_or_default()
+        });
+        Box::pin(async move { Ok(approvals) })
+    }
+
+    fn add_approval<'a>(
+        &'a self,
+        conversation: &'a str,
+        approval: &'a Approval,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let time = now();
+        self.with(|c| {
+            c.entry(conversation.to_owned())
+                .or_insert_with(|| Conversation::new(time))
+                .approvals
+                .push(approval.clone());
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn pending<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PendingTurn>, HistoryError>> {
+        let pending = self.with(|c| c.get(conversation).and_then(|c| c.pending.clone()));
+        Box::pin(async move { Ok(pending) })
+    }
+
+    fn set_pending<'a>(
+        &'a self,
+        conversation: &'a str,
+        pending: Option<&'a PendingTurn>,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let time = now();
+        self.with(|c| match pending {
+            Some(pending) => {
+                c.entry(conversation.to_owned())
+                    .or_insert_with(|| Conversation::new(time))
+                    .pending = Some(pending.clone());
+            }
+            None => {
+                if let Some(entry) = c.get_mut(conversation) {
+                    entry.pending = None;
+                }
+            }
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn settle_pending<'a>(
+        &'a self,
+        conversation: &'a str,
+        messages: &'a [Message],
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let time = now();
+        // One lock: nobody sees the results stored and the turn still pending.
+        self.with(|c| {
+            let entry = c
+                .entry(conversation.to_owned())
+                .or_insert_with(|| Conversation::new(time));
+            entry.messages.extend_from_slice(messages);
+            entry.pending = None;
             entry.updated = time;
         });
         Box::pin(async { Ok(()) })

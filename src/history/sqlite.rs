@@ -7,9 +7,11 @@ use futures_util::future::BoxFuture;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, SearchHit, now, searchable_text, title_of,
+    ConversationInfo, HistoryError, HistoryStore, PendingTurn, SearchHit, now, searchable_text,
+    title_of,
 };
 use crate::message::{Image, Message, Role};
+use crate::policy::Approval;
 
 /// Marks a SQLite file as ferrobot's (`PRAGMA application_id`, "FRBT").
 const APPLICATION_ID: i64 = 0x4652_4254;
@@ -19,7 +21,28 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// The schema's history; version N is `MIGRATIONS[N - 1]`. Never edit a
 /// released entry: add one.
-const MIGRATIONS: [Migration; 3] = [v1_tables, v2_search, v3_images];
+const MIGRATIONS: [Migration; 4] = [v1_tables, v2_search, v3_images, v4_decisions];
+
+/// Version 4: what users decided about tool calls: "always allow"
+/// approvals, and a turn waiting for decisions (at most one per
+/// conversation), each the serde form of its type. Both go with their
+/// conversation.
+fn v4_decisions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE approvals (
+             id INTEGER PRIMARY KEY,
+             conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+             body TEXT NOT NULL,
+             created_at INTEGER NOT NULL
+         );
+         CREATE INDEX approvals_conversation ON approvals (conversation);
+         CREATE TABLE pending_turns (
+             conversation TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+             body TEXT NOT NULL,
+             created_at INTEGER NOT NULL
+         );",
+    )
+}
 
 /// Version 1: conversations and their messages, each message the serde form
 /// of [`Message`] with its position.
@@ -517,6 +540,89 @@ fn fts_query(query: &str) -> String {
         .join(" ")
 }
 
+/// Creates the conversation's row if it has none, with `title`; else
+/// marks it updated (and titles it if it had no title).
+fn ensure_conversation(
+    tx: &Transaction<'_>,
+    conversation: &str,
+    title: Option<&str>,
+    time: i64,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+         ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at,
+             title = coalesce(conversations.title, excluded.title)",
+    )?
+    .execute(params![conversation, title, time])?;
+    Ok(())
+}
+
+/// Appends `messages` to the conversation inside `tx`, their images kept
+/// apart (see `put_image`).
+fn append_in(
+    tx: &Transaction<'_>,
+    conversation: &str,
+    messages: Vec<Message>,
+    title: Option<&str>,
+) -> rusqlite::Result<()> {
+    let time = now();
+    ensure_conversation(tx, conversation, title, time)?;
+    let next: i64 = tx.query_row(
+        "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE conversation = ?1",
+        [conversation],
+        |r| r.get(0),
+    )?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO messages (conversation, seq, role, body, search_text, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for (offset, mut message) in messages.into_iter().enumerate() {
+        let images = store_images(tx, &mut message, time)?;
+        let body = serde_json::to_string(&message)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        let role = role_name(message.role);
+        let text = searchable_text(&message);
+        insert.execute(params![
+            conversation,
+            next + offset as i64,
+            role,
+            body,
+            text,
+            time
+        ])?;
+        link_images(tx, tx.last_insert_rowid(), &images)?;
+    }
+    Ok(())
+}
+
+/// Keeps (`Some`, the pending turn's serde form) or forgets the
+/// conversation's pending turn inside `tx`.
+fn set_pending_in(
+    tx: &Transaction<'_>,
+    conversation: &str,
+    body: Option<&str>,
+) -> rusqlite::Result<()> {
+    match body {
+        Some(body) => {
+            let time = now();
+            ensure_conversation(tx, conversation, None, time)?;
+            tx.execute(
+                "INSERT INTO pending_turns (conversation, body, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (conversation) DO UPDATE SET body = excluded.body,
+                     created_at = excluded.created_at",
+                params![conversation, body, time],
+            )?;
+        }
+        None => {
+            tx.execute(
+                "DELETE FROM pending_turns WHERE conversation = ?1",
+                [conversation],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 impl HistoryStore for SqliteHistory {
     fn load<'a>(
         &'a self,
@@ -564,39 +670,126 @@ impl HistoryStore for SqliteHistory {
         let path = self.inner.path.clone();
         self.run(move |connection| {
             let fail = |e| sqlite_error(&path, e);
-            let time = now();
             let tx = connection
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(fail)?;
+            append_in(&tx, &conversation, messages, title.as_deref()).map_err(fail)?;
+            tx.commit().map_err(fail)
+        })
+    }
+
+    fn approvals<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Approval>, HistoryError>> {
+        let conversation = conversation.to_owned();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let mut select = connection
+                .prepare_cached("SELECT body FROM approvals WHERE conversation = ?1 ORDER BY id")
+                .map_err(fail)?;
+            let bodies = select
+                .query_map([&conversation], |row| row.get::<_, String>(0))
+                .map_err(fail)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(fail)?;
+            Ok(bodies
+                .iter()
+                // One this version can't read is skipped: the user is asked
+                // again, which is the safe side.
+                .filter_map(|body| serde_json::from_str(body).ok())
+                .collect())
+        })
+    }
+
+    fn add_approval<'a>(
+        &'a self,
+        conversation: &'a str,
+        approval: &'a Approval,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let conversation = conversation.to_owned();
+        let body = serde_json::to_string(approval);
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let body = body.map_err(|e| storage("could not encode an approval", e))?;
+            let fail = |e| sqlite_error(&path, e);
+            let tx = connection
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let time = now();
+            ensure_conversation(&tx, &conversation, None, time).map_err(fail)?;
             tx.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
-                 ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at,
-                     title = coalesce(conversations.title, excluded.title)",
-                params![conversation, title, time],
+                "INSERT INTO approvals (conversation, body, created_at) VALUES (?1, ?2, ?3)",
+                params![conversation, body, time],
             )
             .map_err(fail)?;
-            let next: i64 = tx
-                .query_row("SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE conversation = ?1", [&conversation], |r| r.get(0))
+            tx.commit().map_err(fail)
+        })
+    }
+
+    fn pending<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PendingTurn>, HistoryError>> {
+        let conversation = conversation.to_owned();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let body: Option<String> = connection
+                .prepare_cached("SELECT body FROM pending_turns WHERE conversation = ?1")
+                .map_err(fail)?
+                .query_row([&conversation], |row| row.get(0))
+                .optional()
                 .map_err(fail)?;
-            {
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO messages (conversation, seq, role, body, search_text, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    )
-                    .map_err(fail)?;
-                for (offset, mut message) in messages.into_iter().enumerate() {
-                    let images = store_images(&tx, &mut message, time).map_err(fail)?;
-                    let body = serde_json::to_string(&message)
-                        .map_err(|e| storage("could not encode a message", e))?;
-                    let role = role_name(message.role);
-                    let text = searchable_text(&message);
-                    insert
-                        .execute(params![conversation, next + offset as i64, role, body, text, time])
-                        .map_err(fail)?;
-                    link_images(&tx, tx.last_insert_rowid(), &images).map_err(fail)?;
-                }
-            }
+            body.map(|body| {
+                serde_json::from_str(&body).map_err(|e| HistoryError::Corrupt {
+                    conversation: conversation.clone(),
+                    index: usize::MAX,
+                    message: format!("its pending turn can't be read: {e}"),
+                })
+            })
+            .transpose()
+        })
+    }
+
+    fn set_pending<'a>(
+        &'a self,
+        conversation: &'a str,
+        pending: Option<&'a PendingTurn>,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let conversation = conversation.to_owned();
+        let body = pending.map(serde_json::to_string).transpose();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let body = body.map_err(|e| storage("could not encode a pending turn", e))?;
+            let fail = |e| sqlite_error(&path, e);
+            let tx = connection
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            set_pending_in(&tx, &conversation, body.as_deref()).map_err(fail)?;
+            tx.commit().map_err(fail)
+        })
+    }
+
+    fn settle_pending<'a>(
+        &'a self,
+        conversation: &'a str,
+        messages: &'a [Message],
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let messages = messages.to_vec();
+        let title = title_of(&messages);
+        let conversation = conversation.to_owned();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            // One transaction: a crash leaves either the turn pending and
+            // no results, or the results and nothing pending.
+            let tx = connection
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            append_in(&tx, &conversation, messages, title.as_deref()).map_err(fail)?;
+            set_pending_in(&tx, &conversation, None).map_err(fail)?;
             tx.commit().map_err(fail)
         })
     }

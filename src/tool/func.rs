@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use super::arguments::{normalize, parse_whole};
 use super::{
-    Constraints, IntoToolOutput, Tool, ToolContext, ToolError, ToolOutput, fill_placeholders,
+    Constraints, Effects, IntoToolOutput, Tool, ToolContext, ToolError, ToolOutput,
+    fill_placeholders,
 };
 use crate::message::ToolSpec;
 
@@ -28,6 +29,7 @@ pub struct FnTool {
     constraints: Arc<Constraints>,
     confirm: Option<String>,
     exclusive: bool,
+    effects: Effects,
     timeout: Option<Duration>,
 }
 
@@ -100,6 +102,7 @@ where
         constraints,
         confirm: None,
         exclusive: false,
+        effects: Effects::NONE,
         timeout: None,
     }
 }
@@ -131,6 +134,22 @@ impl FnTool {
     #[must_use]
     pub fn exclusive(mut self, exclusive: bool) -> Self {
         self.exclusive = exclusive;
+        self
+    }
+
+    /// Declares what the tool's calls do, for the
+    /// [`Policy`](crate::policy::Policy)'s defaults. By default, nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::tool::{Effects, Tool, from_fn};
+    /// let wipe = from_fn("wipe", "Wipe the scratch disk.", |_: serde_json::Value, _| async { "wiped" })
+    ///     .effects(Effects::DESTRUCTIVE);
+    /// assert!(wipe.effects().destructive);
+    /// ```
+    #[must_use]
+    pub fn effects(mut self, effects: Effects) -> Self {
+        self.effects = effects;
         self
     }
 
@@ -169,6 +188,10 @@ impl Tool for FnTool {
 
     fn is_exclusive(&self) -> bool {
         self.exclusive
+    }
+
+    fn effects(&self) -> Effects {
+        self.effects
     }
 
     fn timeout(&self) -> Option<Duration> {

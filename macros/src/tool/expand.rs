@@ -601,6 +601,16 @@ fn options(attrs: &ToolAttrs, name: &str) -> TokenStream {
         )),
     };
     let exclusive = attrs.exclusive;
+    let effects = if attrs.effects.is_empty() {
+        quote!()
+    } else {
+        let flags = &attrs.effects;
+        quote! {
+            fn effects(&self) -> ::ferrobot::tool::Effects {
+                ::ferrobot::tool::Effects::NONE #(.#flags())*
+            }
+        }
+    };
     let timeout = match attrs.timeout_ms {
         Some(ms) => quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms))),
         None => quote!(::std::option::Option::None),
@@ -645,6 +655,8 @@ fn options(attrs: &ToolAttrs, name: &str) -> TokenStream {
         }
 
         #retries
+
+        #effects
     }
 }
 

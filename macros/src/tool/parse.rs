@@ -2,6 +2,7 @@
 
 use proc_macro2::TokenStream;
 use syn::parse::Parser;
+use syn::spanned::Spanned;
 use syn::{Attribute, Expr, ExprArray, FnArg, Ident, ItemFn, Lit, LitStr, Pat, Type};
 
 /// A `#[tool]` function, understood.
@@ -24,6 +25,9 @@ pub(crate) struct ToolAttrs {
     pub(crate) description: Option<LitStr>,
     pub(crate) confirm: Option<Confirm>,
     pub(crate) exclusive: bool,
+    /// `read_only`, `destructive`, `idempotent`, `open_world`: the tool's
+    /// effects, for the permission policy's defaults.
+    pub(crate) effects: Vec<syn::Ident>,
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) platforms: Vec<LitStr>,
     pub(crate) requires: Vec<LitStr>,
@@ -404,6 +408,9 @@ fn rename_all(attrs: &[Attribute]) -> Option<String> {
     rule
 }
 
+/// The effect flags, named as `ferrobot::tool::Effects`' fields.
+const EFFECTS: [&str; 4] = ["read_only", "destructive", "idempotent", "open_world"];
+
 impl ToolAttrs {
     fn parse(attr: TokenStream) -> syn::Result<Self> {
         let mut attrs = ToolAttrs::default();
@@ -420,6 +427,12 @@ impl ToolAttrs {
                 });
             } else if meta.path.is_ident("exclusive") {
                 attrs.exclusive = true;
+            } else if let Some(effect) = EFFECTS.iter().find(|e| meta.path.is_ident(e)) {
+                let ident = syn::Ident::new(effect, meta.path.span());
+                if attrs.effects.contains(&ident) {
+                    return Err(meta.error(format!("`{effect}` is given twice")));
+                }
+                attrs.effects.push(ident);
             } else if meta.path.is_ident("timeout") {
                 let lit: LitStr = meta.value()?.parse()?;
                 attrs.timeout_ms = Some(parse_duration(&lit)?);
@@ -440,7 +453,8 @@ impl ToolAttrs {
             } else {
                 return Err(meta.error(
                     "unknown `#[tool]` option; expected `name`, `description`, `confirm`, \
-                     `check`, `exclusive`, `timeout`, `retries`, `platforms` or `requires`",
+                     `check`, `exclusive`, `read_only`, `destructive`, `idempotent`, \
+                     `open_world`, `timeout`, `retries`, `platforms` or `requires`",
                 ));
             }
             Ok(())

@@ -26,6 +26,8 @@ mod events;
 mod replies;
 // Images: sent again for recent turns, described after, loaded from the store.
 mod images;
+// The policy in the turn: rules, effects, decisions, deferred calls resumed.
+mod permissions;
 // Slash commands: tools run without the model or the history.
 mod slash;
 // Tool rounds: results sent back, failures as results, disabled tools, state.
