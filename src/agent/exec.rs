@@ -44,15 +44,18 @@ pub(crate) async fn run_calls(
             Vec::new()
         }
     };
-    let mut previous: Vec<&ToolCall> = recent.iter().collect();
+    // The calls of one round run side by side: only earlier rounds count
+    // as "in a row".
+    let repeats = |call: &ToolCall| {
+        recent.len() >= 2
+            && recent[recent.len() - 2..]
+                .iter()
+                .all(|p| p.name == call.name && p.arguments == call.arguments)
+    };
     let decided: Vec<Decided> = calls
         .iter()
         .map(|call| {
-            let repeated = previous.len() >= 2
-                && previous[previous.len() - 2..]
-                    .iter()
-                    .all(|p| p.name == call.name && p.arguments == call.arguments);
-            previous.push(call);
+            let repeated = repeats(call);
             // A tool's own checks (availability, arguments, the question
             // to ask) are its code too: a panic there fails the call only.
             std::panic::catch_unwind(AssertUnwindSafe(|| {
