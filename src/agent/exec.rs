@@ -29,13 +29,16 @@ pub(crate) async fn run_calls(
     inner: &Inner,
     conversation: &Arc<str>,
     user: Option<&str>,
-    calls: &[ToolCall],
-    recent: &[ToolCall],
-    bad_arguments: &HashMap<String, u32>,
-    answers: &HashMap<String, Decision>,
+    round: Round<'_>,
     sink: &impl EventSink,
     cancel: &CancellationToken,
 ) -> Vec<(ToolResult, ToolCallRecord)> {
+    let Round {
+        calls,
+        recent,
+        bad_arguments,
+        answers,
+    } = round;
     let approvals = match inner.history.approvals(conversation).await {
         Ok(approvals) => approvals,
         Err(error) => {
@@ -95,6 +98,18 @@ pub(crate) async fn run_calls(
         })
         .collect();
     stream::iter(runs).buffered(limit).collect().await
+}
+
+/// One round's calls and what the turn knows about them.
+pub(crate) struct Round<'a> {
+    /// The calls, in the model's order.
+    pub(crate) calls: &'a [ToolCall],
+    /// The conversation's last two calls before this round, oldest first.
+    pub(crate) recent: &'a [ToolCall],
+    /// How often each tool got invalid arguments this turn.
+    pub(crate) bad_arguments: &'a HashMap<String, u32>,
+    /// Decisions given already (a resumed turn's), by call id.
+    pub(crate) answers: &'a HashMap<String, Decision>,
 }
 
 /// Whether and how a call may run, decided before anything runs.

@@ -48,10 +48,12 @@ pub(super) async fn run(
         inner,
         conversation,
         user,
-        std::slice::from_ref(&call),
-        &[],
-        &Default::default(),
-        &Default::default(),
+        exec::Round {
+            calls: std::slice::from_ref(&call),
+            recent: &[],
+            bad_arguments: &Default::default(),
+            answers: &Default::default(),
+        },
         sink,
         cancel,
     )

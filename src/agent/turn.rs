@@ -130,14 +130,17 @@ impl<S: EventSink> Turn<'_, S> {
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
         super::images::prepare(self.inner, &mut history).await;
         let calls: Vec<ToolCall> = pending.waiting.iter().map(|w| w.call.clone()).collect();
+        let round = exec::Round {
+            calls: &calls,
+            recent: &last_calls(&history),
+            bad_arguments: &self.bad_arguments,
+            answers: &answers,
+        };
         let decided = exec::run_calls(
             self.inner,
             &self.conversation,
             self.user,
-            &calls,
-            &last_calls(&history),
-            &self.bad_arguments,
-            &answers,
+            round,
             self.sink,
             self.cancel,
         )
@@ -237,14 +240,17 @@ impl<S: EventSink> Turn<'_, S> {
                 // Tools were withdrawn and the model called one anyway.
                 self.refuse_all(&calls, limit).await
             } else {
+                let round = exec::Round {
+                    calls: &calls,
+                    recent: &last_calls(&history),
+                    bad_arguments: &self.bad_arguments,
+                    answers: &HashMap::new(),
+                };
                 exec::run_calls(
                     self.inner,
                     &self.conversation,
                     self.user,
-                    &calls,
-                    &last_calls(&history),
-                    &self.bad_arguments,
-                    &HashMap::new(),
+                    round,
                     self.sink,
                     self.cancel,
                 )

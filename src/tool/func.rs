@@ -145,7 +145,7 @@ impl FnTool {
     /// use ferrobot::tool::{Effects, Tool, from_fn};
     /// let wipe = from_fn("wipe", "Wipe the scratch disk.", |_: serde_json::Value, _| async { "wiped" })
     ///     .effects(Effects::DESTRUCTIVE);
-    /// assert!(wipe.effects().destructive);
+    /// assert!(Tool::effects(&wipe).destructive);
     /// ```
     #[must_use]
     pub fn effects(mut self, effects: Effects) -> Self {
