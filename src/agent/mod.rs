@@ -366,7 +366,7 @@ impl Agent {
 
     /// Continues the conversation's turn that waits for decisions: the calls
     /// a [`ConfirmHandler`] deferred
-    /// ([`Decision::Defer`](crate::confirm::Decision::Defer)), listed in
+    /// ([`Decision::Defer`]), listed in
     /// that turn's [`Reply::pending`] and kept with the conversation — in
     /// this process or, with a store that keeps them (`SqliteHistory`),
     /// another one after a restart. Give one decision per waiting call, by
