@@ -731,3 +731,62 @@ fn a_process_killed_mid_turn_leaves_a_consistent_store() {
         "the child never stored anything ({stored} stored, {reported} turns reported)"
     );
 }
+
+#[tokio::test]
+async fn approvals_and_a_pending_turn_survive_a_restart_and_go_with_their_conversation() {
+    use ferrobot::history::{PendingCall, PendingTurn};
+    use ferrobot::policy::{Approval, Scope};
+
+    let dir = TempDir::new("decisions");
+    let path = dir.file("h.db");
+    let call = ToolCall::new("call_1", "write", json!({"path": "/tmp/a"}));
+    let pending = PendingTurn::new(
+        Message::new(Role::Assistant, vec![Part::ToolCall(call.clone())]),
+        vec![ToolResult::ok("call_0", "looked")],
+        vec![PendingCall::new(
+            call,
+            "Write /tmp/a?",
+            "default: the tool asks first",
+        )],
+        1,
+        Some("ann".into()),
+    );
+    {
+        let store = SqliteHistory::open(&path).await.unwrap();
+        store
+            .append("a", &[Message::user("write it")])
+            .await
+            .unwrap();
+        store
+            .add_approval("a", &Approval::new("peek", Scope::Tool).by("ann"))
+            .await
+            .unwrap();
+        store.set_pending("a", Some(&pending)).await.unwrap();
+        // A conversation with only an approval exists too.
+        store
+            .add_approval("b", &Approval::new("peek", Scope::Tool))
+            .await
+            .unwrap();
+    }
+    let store = SqliteHistory::open(&path).await.unwrap();
+    let approvals = store.approvals("a").await.unwrap();
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0].granted_by.as_deref(), Some("ann"));
+    assert_eq!(store.pending("a").await.unwrap(), Some(pending.clone()));
+    assert_eq!(store.pending("b").await.unwrap(), None);
+
+    // Settling stores the round and forgets the pending turn, together.
+    let step = [
+        pending.message.clone(),
+        Message::tool_results(vec![ToolResult::ok("call_1", "wrote")]),
+    ];
+    store.settle_pending("a", &step).await.unwrap();
+    assert_eq!(store.pending("a").await.unwrap(), None);
+    assert_eq!(store.load("a").await.unwrap().len(), 3);
+
+    store.set_pending("a", Some(&pending)).await.unwrap();
+    store.clear("a").await.unwrap();
+    assert!(store.approvals("a").await.unwrap().is_empty());
+    assert_eq!(store.pending("a").await.unwrap(), None);
+    assert_eq!(store.approvals("b").await.unwrap().len(), 1);
+}
