@@ -52,6 +52,7 @@ pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome, Transcri
 pub use images::ImagePolicy;
 pub use output::{Output, OutputMode, OutputSchemaError};
 pub use request::TurnRequest;
+pub use slash::parse_arguments;
 
 use self::lock::ConversationLocks;
 use crate::confirm::{ConfirmHandler, Decision};

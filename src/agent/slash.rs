@@ -125,8 +125,21 @@ fn help(inner: &Inner) -> String {
 /// Parses `key=value` pairs (values may be quoted with `"` or `'`, and `\`
 /// escapes the next character) into an arguments object, typing each value
 /// by the parameter's schema: numbers, booleans, arrays and objects are
-/// parsed as JSON; strings stay strings.
-pub(super) fn parse_arguments(input: &str, schema: &Value) -> Result<Value, String> {
+/// parsed as JSON; strings stay strings. What a slash command's arguments
+/// go through, for front ends that take arguments the same way.
+///
+/// # Errors
+/// What is wrong, for the user: a token that isn't `key=value`, a parameter
+/// the schema doesn't have, an unclosed quote.
+///
+/// # Examples
+/// ```
+/// use serde_json::json;
+/// let schema = json!({"properties": {"path": {"type": "string"}, "depth": {"type": "integer"}}});
+/// let arguments = ferrobot::agent::parse_arguments(r#"path="/my dir" depth=2"#, &schema).unwrap();
+/// assert_eq!(arguments, json!({"path": "/my dir", "depth": 2}));
+/// ```
+pub fn parse_arguments(input: &str, schema: &Value) -> Result<Value, String> {
     let mut arguments = Map::new();
     for token in tokenize(input)? {
         let Some((key, raw)) = token.split_once('=') else {

@@ -19,5 +19,5 @@ pub use commands::{
     CommandOption, CommandSpec, LatestMenu, OptionKind, command_specs, menu, slash_text,
 };
 pub use live::chat_of;
-pub use questions::{Answered, Question, Questions, Unanswered, decided};
+pub use questions::{Answered, Question, Questions, Unanswered, always_covers, asked, decided};
 pub use split::{Length, clip, split_message};

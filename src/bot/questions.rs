@@ -1,5 +1,6 @@
 //! Confirmation questions waiting for a button press: what a chat channel
-//! needs between posting ✅ / ❌ and the press.
+//! needs between posting ✅ / ❌ (and "Always", when offered) and the press,
+//! and the texts around them ([`asked`], [`decided`], [`always_covers`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,10 +10,12 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::confirm::{ConfirmRequest, Decision};
+use crate::policy::Scope;
 
 /// The questions a channel has asked and not yet seen answered. Each gets
-/// button data (`confirm:NONCE-N:yes` / `…:no`, the nonce new in every
-/// process, so a button left from before a restart answers nothing); a press
+/// button data (`confirm:NONCE-N:yes` / `…:no`, and `…:always` when the
+/// request offers "always allow"; the nonce new in every process, so a
+/// button left from before a restart answers nothing); a press
 /// is matched back to its question, in the chat it was asked in, and only the
 /// user whose message started the turn may answer it.
 ///
@@ -31,6 +34,12 @@ use crate::confirm::{ConfirmRequest, Decision};
 /// assert!(questions.press(&question.yes, "ann", "chat-2").is_err(), "not asked there");
 /// assert_eq!(questions.press(&question.yes, "ann", "chat-1").unwrap().decision, Decision::Approve);
 /// assert_eq!(questions.wait(question, Duration::from_secs(1)).await, Some(Decision::Approve));
+///
+/// // "Always" is offered when the request says what it would cover.
+/// let question = questions.ask(&request);
+/// let always = question.always.clone().expect("offered for a tool that runs no programs");
+/// let answered = questions.press(&always, "ann", "chat-1").unwrap();
+/// assert_eq!(answered.decision, Decision::Always(ferrobot::policy::Scope::Tool));
 /// # }
 /// ```
 #[derive(Debug)]
@@ -60,6 +69,8 @@ struct Pending {
     user: Option<String>,
     chat: String,
     prompt: String,
+    tool: String,
+    always: Option<Scope>,
     answer: oneshot::Sender<Decision>,
 }
 
@@ -71,6 +82,8 @@ pub struct Answered {
     pub decision: Decision,
     /// The question's prompt, to show it decided ([`decided`]).
     pub prompt: String,
+    /// The tool asked about, to say what "always" allowed ([`decided`]).
+    pub tool: String,
 }
 
 /// A question asked: the data for its buttons, and where its answer arrives.
@@ -81,6 +94,9 @@ pub struct Question {
     pub yes: String,
     /// The ❌ button's data.
     pub no: String,
+    /// The "Always" button's data; `None` when "always allow" isn't offered
+    /// ([`ConfirmRequest::always`]): show no such button.
+    pub always: Option<String>,
     answer: oneshot::Receiver<Decision>,
 }
 
@@ -101,9 +117,9 @@ pub enum Unanswered {
 }
 
 impl Questions {
-    /// Registers a question for `request`; post its prompt with buttons
-    /// carrying [`Question::yes`] and [`Question::no`], then
-    /// [`wait`](Self::wait).
+    /// Registers a question for `request`; post [`asked`]'s text with
+    /// buttons carrying [`Question::yes`], [`Question::no`] and, when
+    /// offered, [`Question::always`], then [`wait`](Self::wait).
     pub fn ask(&self, request: &ConfirmRequest) -> Question {
         let id = format!(
             "{:08x}-{}",
@@ -117,12 +133,18 @@ impl Questions {
                 user: request.user.clone(),
                 chat: super::chat_of(&request.conversation).to_owned(),
                 prompt: request.prompt.clone(),
+                tool: request.tool.clone(),
+                always: request.always.clone(),
                 answer,
             },
         );
         Question {
             yes: format!("confirm:{id}:yes"),
             no: format!("confirm:{id}:no"),
+            always: request
+                .always
+                .is_some()
+                .then(|| format!("confirm:{id}:always")),
             id,
             answer: receiver,
         }
@@ -160,7 +182,13 @@ impl Questions {
             );
             return Err(Unanswered::NotTheAsker);
         }
-        let decision = Decision::from(choice == "yes");
+        let decision = match choice {
+            "yes" => Decision::Approve,
+            "no" => Decision::Deny(None),
+            // Only offered with a scope; anything else isn't our button.
+            "always" => Decision::Always(asker.always.clone().ok_or(Unanswered::NotOurs)?),
+            _ => return Err(Unanswered::NotOurs),
+        };
         let waiting = pending.remove(id).ok_or(Unanswered::Expired)?;
         // The turn stopped waiting (a time-out a moment ago): say so, rather
         // than show a decision that wasn't taken.
@@ -171,6 +199,7 @@ impl Questions {
         Ok(Answered {
             decision,
             prompt: waiting.prompt,
+            tool: waiting.tool,
         })
     }
 
@@ -191,19 +220,85 @@ impl Question {
     }
 }
 
+/// The text to post with a question's buttons: the prompt, why it is asked
+/// (the rule or default that said "ask"), and, when "Always" is offered,
+/// exactly what it would allow.
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::asked;
+/// use ferrobot::confirm::ConfirmRequest;
+/// let request = ConfirmRequest::new("chat-1", "reboot", "Reboot?");
+/// assert_eq!(
+///     asked(&request),
+///     "Reboot?\n\nAlways: allow every call of `reboot` in this conversation"
+/// );
+/// ```
+pub fn asked(request: &ConfirmRequest) -> String {
+    let mut text = request.prompt.clone();
+    if !request.reason.is_empty() {
+        text.push_str(&format!("\n\nWhy: {}", request.reason));
+    }
+    if let Some(scope) = &request.always {
+        text.push_str(&format!(
+            "\n\nAlways: allow {}",
+            always_covers(&request.tool, scope)
+        ));
+    }
+    text
+}
+
+/// What an "always allow" answer for `tool` covers, in words, for the
+/// question and its decided text: "every call of `reboot` in this
+/// conversation".
+///
+/// # Examples
+/// ```
+/// use ferrobot::bot::always_covers;
+/// use ferrobot::policy::Scope;
+/// let scope = Scope::Prefix { argument: "path".into(), prefix: "/srv/notes".into() };
+/// assert_eq!(
+///     always_covers("read_file", &scope),
+///     "calls of `read_file` whose `path` starts with \"/srv/notes\" in this conversation"
+/// );
+/// ```
+pub fn always_covers(tool: &str, scope: &Scope) -> String {
+    let calls = match scope {
+        Scope::Tool => format!("every call of `{tool}`"),
+        Scope::Call { arguments } => format!("calls of `{tool}` with arguments {arguments}"),
+        Scope::Prefix { argument, prefix } => {
+            format!("calls of `{tool}` whose `{argument}` starts with {prefix:?}")
+        }
+    };
+    format!("{calls} in this conversation")
+}
+
 /// The question's text once decided, to replace the one with buttons:
-/// "✅ Approved", "❌ Declined", or, for `None`, that nobody answered within
-/// `timeout`.
+/// "✅ Approved", "❌ Declined", for "always" what it allowed (a call of
+/// `tool`), or, for `None`, that nobody answered within `timeout`.
 ///
 /// # Examples
 /// ```
 /// use std::time::Duration;
 /// use ferrobot::bot::decided;
-/// assert_eq!(decided("Reboot?", None, Duration::from_secs(300)), "Reboot?\n\n⌛ No answer within 5 min: declined");
-/// assert_eq!(decided("Reboot?", None, Duration::from_secs(90)), "Reboot?\n\n⌛ No answer within 90 s: declined");
+/// use ferrobot::confirm::Decision;
+/// use ferrobot::policy::Scope;
+/// let timeout = Duration::from_secs(300);
+/// assert_eq!(decided("Reboot?", "reboot", None, timeout), "Reboot?\n\n⌛ No answer within 5 min: declined");
+/// assert_eq!(decided("Reboot?", "reboot", None, Duration::from_secs(90)), "Reboot?\n\n⌛ No answer within 90 s: declined");
+/// assert_eq!(
+///     decided("Reboot?", "reboot", Some(Decision::Always(Scope::Tool)), timeout),
+///     "Reboot?\n\n✅ Always allowed: every call of `reboot` in this conversation"
+/// );
 /// ```
-pub fn decided(prompt: &str, decision: Option<Decision>, timeout: Duration) -> String {
+pub fn decided(prompt: &str, tool: &str, decision: Option<Decision>, timeout: Duration) -> String {
     let outcome = match decision {
+        Some(Decision::Always(scope)) => {
+            format!("✅ Always allowed: {}", always_covers(tool, &scope))
+        }
+        Some(Decision::Edit(_)) => "✅ Approved, with changes".to_owned(),
+        Some(Decision::Deny(Some(reason))) => format!("❌ Declined: {reason}"),
+        Some(Decision::Defer) => "⏳ Left for later".to_owned(),
         Some(decision) if decision.approves() => "✅ Approved".to_owned(),
         Some(_) => "❌ Declined".to_owned(),
         None => format!("⌛ No answer within {}: declined", spoken(timeout)),
@@ -239,6 +334,19 @@ mod tests {
         );
         // A press after the time-out is told so, not shown as a decision.
         assert_eq!(now.wait(question, Duration::from_millis(1)).await, None);
+        let mut program = request.clone();
+        program.always = None;
+        let once = now.ask(&program);
+        assert_eq!(
+            once.always, None,
+            "no \"always\" for a tool that runs programs"
+        );
+        // A forged "always" press for it answers nothing.
+        let forged = once.yes.replace(":yes", ":always");
+        assert_eq!(
+            now.press(&forged, "ann", "chat-1"),
+            Err(Unanswered::NotOurs)
+        );
         let late = now.ask(&request);
         let yes = late.yes.clone();
         drop(late);

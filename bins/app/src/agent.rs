@@ -33,7 +33,8 @@ impl LoadedConfig {
 
     /// The agent the config describes: its [`provider`](Self::provider),
     /// [`tools`](Self::tools) with the tool state file applied, the `[agent]`
-    /// settings and the SQLite history; it asks `confirm` before tools that
+    /// settings, the `[[permissions.rules]]` ([`policy`](Self::policy)) and
+    /// the SQLite history; it asks `confirm` before tools that
     /// want approval and delivers later messages through `notifier`.
     ///
     /// # Errors
@@ -63,6 +64,7 @@ impl LoadedConfig {
                     .build(),
             )
             .tool_timeout(Duration::from_secs(settings.tool_timeout_secs))
+            .policy(self.policy())
             .history(history)
             .confirm(confirm)
             .notifier(notifier)

@@ -1,5 +1,7 @@
 //! One JSON line per turn: what the model was asked, what it called, what
-//! it answered, and how long each step took.
+//! it answered, and how long each step took; for each tool call, the audit
+//! trail of its permission: the policy's verdict (permission, layer, rule),
+//! the user's decision and who gave it.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -7,6 +9,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use ferrobot::confirm::Decision;
 use ferrobot::{AgentEvent, Usage};
 
 /// Collects a turn's events into one trace record.
@@ -58,6 +61,13 @@ impl TurnTrace {
                 "outcome": format!("{:?}", record.outcome),
                 "duration_ms": record.duration.as_millis() as u64,
                 "result": record.content,
+                "verdict": record.verdict.as_ref().map(|verdict| json!({
+                    "permission": verdict.permission,
+                    "layer": verdict.layer,
+                    "rule": verdict.reason,
+                })),
+                "decision": record.decision.as_ref().map(decision),
+                "approver": record.approver,
             })),
             _ => {}
         }
@@ -75,6 +85,19 @@ impl TurnTrace {
         }
         record
     }
+}
+
+/// The user's answer for the audit trail: its label, and what it carried
+/// (the edited arguments, the reason given, what "always" covers).
+fn decision(decision: &Decision) -> Value {
+    let mut shown = json!({"label": decision.label()});
+    match decision {
+        Decision::Edit(arguments) => shown["arguments"] = arguments.clone(),
+        Decision::Deny(Some(reason)) => shown["reason"] = json!(reason),
+        Decision::Always(scope) => shown["scope"] = json!(scope),
+        _ => {}
+    }
+    shown
 }
 
 /// Appends one record as a line to a `traces.jsonl` file, creating it and

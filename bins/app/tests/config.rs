@@ -232,3 +232,81 @@ async fn the_llm_section_sets_time_outs_for_every_dialect() {
         Ok(())
     });
 }
+
+#[test]
+fn permission_rules_are_read_in_file_order_and_shown_by_config_check() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "ferrobot.toml",
+            r#"
+                [[permissions.rules]]
+                tool = "*"
+                permission = "ask"
+
+                [[permissions.rules]]
+                tool = "read_file"
+                permission = "deny"
+                arguments = { path = "~/.ssh/**" }
+            "#,
+        )?;
+        let loaded = Config::load(&ConfigSource::new()).map_err(|e| e.to_string())?;
+        let rules = loaded.policy();
+        let shown: Vec<String> = rules.list().iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["ask *", r#"deny read_file path="~/.ssh/**""#]);
+        assert!(loaded.rules_source().contains("ferrobot.toml"));
+        let explained = loaded.explain();
+        let row = explained
+            .iter()
+            .find(|(key, _, _)| key == "permissions.rules[2]")
+            .unwrap();
+        assert_eq!(row.1, r#"deny read_file path="~/.ssh/**""#);
+        assert!(row.2.contains("ferrobot.toml"), "{row:?}");
+        Ok(())
+    });
+}
+
+#[test]
+fn a_bad_permission_rule_is_named_by_its_number_and_key() {
+    let cases = [
+        (
+            "tool = \"x\"\npermission = \"alow\"",
+            r#"`permissions.rules[2].permission`: expected "allow", "ask" or "deny", got "alow""#,
+        ),
+        (
+            "tool = \"x\"\npermission = \"deny\"\ncomand = \"rm *\"",
+            "`permissions.rules[2].comand`: unknown key; a rule takes",
+        ),
+        (
+            "permission = \"deny\"",
+            "`permissions.rules[2].tool`: missing",
+        ),
+        (
+            "tool = \"x\"\npermission = \"deny\"\narguments = { path = 3 }",
+            "`permissions.rules[2].arguments.path`: expected a string",
+        ),
+        (
+            "tool = \"\"\npermission = \"deny\"",
+            "`permissions.rules[2].tool` is empty",
+        ),
+    ];
+    for (second, expected) in cases {
+        Jail::expect_with(|jail| {
+            jail.create_file(
+                "ferrobot.toml",
+                &format!(
+                    "[[permissions.rules]]\ntool = \"*\"\npermission = \"ask\"\n\n[[permissions.rules]]\n{second}\n"
+                ),
+            )?;
+            let error = Config::load(&ConfigSource::new()).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+            assert!(error.contains("ferrobot.toml"), "{error}");
+            Ok(())
+        });
+    }
+    Jail::expect_with(|jail| {
+        jail.create_file("ferrobot.toml", "[permissions]\nrule = []\n")?;
+        let error = Config::load(&ConfigSource::new()).unwrap_err().to_string();
+        assert!(error.contains("permissions.rule"), "{error}");
+        Ok(())
+    });
+}

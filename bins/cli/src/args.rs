@@ -79,6 +79,30 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: HistoryAction,
     },
+    /// Show the permission rules and where each came from, what each tool
+    /// does when no rule matches, and the "always" approvals given in
+    /// conversations; or test a call.
+    Permissions {
+        #[command(subcommand)]
+        action: Option<PermissionsAction>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PermissionsAction {
+    /// Say what would happen to a call and which rule or default decided:
+    /// exit 0 when it would run, 4 when the user would be asked, 5 when it
+    /// would be denied.
+    Test {
+        /// The tool's name.
+        tool: String,
+        /// Its arguments: a JSON object (`'{"path": "/etc"}'`), or
+        /// `key=value` pairs as slash commands take them.
+        arguments: Vec<String>,
+        /// Count this conversation's "always" approvals too.
+        #[arg(long)]
+        conversation: Option<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]

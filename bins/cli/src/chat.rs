@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use ferrobot::Image;
 use ferrobot::agent::{Builtin, TurnRequest};
-use ferrobot::confirm::ConfirmRequest;
+use ferrobot::bot::always_covers;
+use ferrobot::confirm::{ConfirmRequest, Decision};
+use ferrobot::policy::Scope;
 use ferrobot::provider::Provider;
 use ferrobot_app::{LoadedConfig, ToolState, TurnTrace};
 
@@ -61,7 +63,8 @@ impl Input {
 /// The chat: a line editor with persistent input history (it also reads
 /// piped stdin); Ctrl-C cancels the turn in progress, `exit` or Ctrl-D quits,
 /// `/new` starts a fresh conversation, `:image PATH` attaches an image to the
-/// next message; tools that ask get a y/N question.
+/// next message; tools that ask get a y/n question, with `a` (always) when
+/// the agent offers it.
 pub(crate) async fn chat(
     loaded: &LoadedConfig,
     args: &ConversationArgs,
@@ -72,11 +75,18 @@ pub(crate) async fn chat(
     let agent = agent_with(loaded, move |request: ConfirmRequest| {
         let asker = asker.clone();
         async move {
-            let answer = asker
-                .line(&format!("{} [y/N] ", request.prompt))
-                .await
-                .unwrap_or_default();
-            matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")
+            eprintln!("{}", question(&request));
+            let prompt = if request.always.is_some() {
+                "[y/n/a] "
+            } else {
+                "[y/N] "
+            };
+            let answer = asker.line(prompt).await.unwrap_or_default();
+            let decision = decision(&answer, request.always.as_ref());
+            if decision == Decision::Deny(None) && is_always(&answer) {
+                eprintln!("\"always\" isn't offered for `{}`: declined", request.tool);
+            }
+            decision
         }
     })
     .await?;
@@ -145,6 +155,42 @@ pub(crate) async fn chat(
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the chat shows before asking about a tool call: the question, why
+/// it is asked, and the answers, "always" saying exactly what it covers.
+fn question(request: &ConfirmRequest) -> String {
+    let mut text = request.prompt.clone();
+    if !request.reason.is_empty() {
+        text.push_str(&format!("\n  why: {}", request.reason));
+    }
+    text.push_str("\n  y = yes, n = no (`n REASON` tells the model why)");
+    if let Some(scope) = &request.always {
+        text.push_str(&format!(
+            ", a = always allow {}",
+            always_covers(&request.tool, scope)
+        ));
+    }
+    text
+}
+
+/// The answer typed at a confirmation question: `y`, `a` (when offered),
+/// `n REASON`; anything else declines, as the default `N` says.
+fn decision(answer: &str, always: Option<&Scope>) -> Decision {
+    let answer = answer.trim();
+    let (word, reason) = answer
+        .split_once(char::is_whitespace)
+        .map_or((answer, ""), |(word, rest)| (word, rest.trim()));
+    match (word.to_lowercase().as_str(), always) {
+        ("y" | "yes", _) if reason.is_empty() => Decision::Approve,
+        ("a" | "always", Some(scope)) if reason.is_empty() => Decision::Always(scope.clone()),
+        ("n" | "no", _) if !reason.is_empty() => Decision::deny(reason),
+        _ => Decision::Deny(None),
+    }
+}
+
+fn is_always(answer: &str) -> bool {
+    matches!(answer.trim().to_lowercase().as_str(), "a" | "always")
+}
+
 /// `:image PATH`: reads the image to send with the next message, or says
 /// why it can't.
 fn attach(path: &str, images: &mut Vec<Image>) {
@@ -169,5 +215,39 @@ fn attach(path: &str, images: &mut Vec<Image>) {
             images.push(image);
         }
         Err(error) => eprintln!("{error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_read_as_decisions() {
+        let tool = Some(&Scope::Tool);
+        assert_eq!(decision("y", tool), Decision::Approve);
+        assert_eq!(decision(" YES ", None), Decision::Approve);
+        assert_eq!(decision("a", tool), Decision::Always(Scope::Tool));
+        assert_eq!(decision("a", None), Decision::Deny(None), "not offered");
+        assert_eq!(decision("n", tool), Decision::Deny(None));
+        assert_eq!(
+            decision("n  not on a Friday ", tool),
+            Decision::deny("not on a Friday")
+        );
+        assert_eq!(decision("", tool), Decision::Deny(None));
+        assert_eq!(decision("yes please", tool), Decision::Deny(None));
+    }
+
+    #[test]
+    fn the_question_says_what_always_covers_and_only_when_offered() {
+        let mut request = ConfirmRequest::new("cli", "uptime", "Run `uptime`?");
+        request.reason = "rule 1: ask uptime".into();
+        assert_eq!(
+            question(&request),
+            "Run `uptime`?\n  why: rule 1: ask uptime\n  y = yes, n = no (`n REASON` tells the model why), \
+             a = always allow every call of `uptime` in this conversation"
+        );
+        request.always = None;
+        assert!(!question(&request).contains("a = always"));
     }
 }

@@ -3,9 +3,11 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use ferrobot::provider::Provider;
+use ferrobot::tool::Tool;
 use ferrobot_app::{LoadedConfig, ToolState};
 
 use crate::EXIT_DOCTOR;
@@ -34,20 +36,22 @@ pub(crate) fn tools(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
-    // The system tools and those of the tools file, as `ferrobot tools` lists.
-    let known: Vec<String> = loaded
-        .tools()
-        .map_err(|e| anyhow::anyhow!(e))?
-        .iter()
-        .map(|t| t.name().to_owned())
-        .collect();
-    if !known.iter().any(|k| k == name) {
+/// The tool named `name`: a system tool or one of the tools file, as
+/// `ferrobot tools` lists them.
+pub(crate) fn find_tool(loaded: &LoadedConfig, name: &str) -> anyhow::Result<Arc<dyn Tool>> {
+    let tools = loaded.tools().map_err(|e| anyhow::anyhow!(e))?;
+    let known: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    let Some(found) = tools.iter().find(|t| t.name() == name) else {
         anyhow::bail!(
             "no tool named `{name}`; the tools are: {}",
             known.join(", ")
         );
-    }
+    };
+    Ok(Arc::clone(found))
+}
+
+pub(crate) fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
+    find_tool(loaded, name)?;
     let path = loaded.tool_state_path();
     let mut state = ToolState::load(&path)?;
     state.set_enabled(name, enabled);

@@ -1,7 +1,8 @@
 //! `ferrobot`: chat with your machine's assistant in the terminal, or script it.
 //!
 //! Exit codes: 0 success; 1 the turn failed (the model endpoint is down or
-//! refused); 2 bad configuration or usage; 3 `doctor` found a problem.
+//! refused); 2 bad configuration or usage; 3 `doctor` found a problem; 4
+//! and 5 `permissions test`'s call would be asked about, or denied.
 //!
 //! `main.rs` parses the arguments, loads the config, builds the agent and
 //! runs the command; the rest is one module per job:
@@ -10,6 +11,7 @@
 //! - `turn`: one turn printed as it streams (`run`, and each chat line);
 //! - `commands`: `tools`, `enable`, `disable`, `doctor`, `config check`;
 //! - `history`: `history list`, `show` and `search`;
+//! - `permissions`: `permissions` and `permissions test`;
 //! - `logs`: logs and traces, beside the history;
 //! - `render`: Markdown, the spinner and reasoning in a terminal.
 
@@ -32,6 +34,7 @@ mod chat;
 mod commands;
 mod history;
 mod logs;
+mod permissions;
 mod render;
 mod turn;
 
@@ -40,11 +43,14 @@ use crate::chat::chat;
 use crate::commands::{config_check, doctor, switch, tools};
 use crate::history::history;
 use crate::logs::logging;
+use crate::permissions::permissions;
 use crate::turn::{Print, run};
 
 const EXIT_TURN_FAILED: u8 = 1;
 const EXIT_CONFIG: u8 = 2;
 const EXIT_DOCTOR: u8 = 3;
+const EXIT_ASK: u8 = 4;
+const EXIT_DENY: u8 = 5;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -87,6 +93,7 @@ async fn main() -> ExitCode {
             action: ConfigAction::Check,
         }) => Ok(config_check(&loaded)),
         Some(Command::History { action }) => history(&loaded, action).await,
+        Some(Command::Permissions { action }) => permissions(&loaded, action).await,
         None => chat(&loaded, &cli.conversation).await,
     };
     result.unwrap_or_else(|error| {

@@ -962,7 +962,9 @@ async fn the_chat_in_a_terminal() {
             "Markdown was not rendered: {answer:?}"
         );
         session.send_line("say it").unwrap();
-        session.expect("Say hello? [y/N]").unwrap();
+        session.expect("Say hello?").unwrap();
+        // `[y/n/a]`, or `[y/N]` once a command tool is approved one call at a time.
+        session.expect("[y/").unwrap();
         session.send_line("y").unwrap();
         session.expect("I said it.").unwrap();
         session.expect("› ").unwrap();
@@ -1062,4 +1064,199 @@ async fn the_anthropic_dialect_takes_its_key_from_the_environment() {
     let sent: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
     assert_eq!(sent["temperature"], 0.25);
     assert_eq!(sent["model"], "claude-test");
+}
+
+/// The chat (`ferrobot ARGS`, no command) against the model at `url`, fed
+/// `input` on a pipe, run to the end.
+fn chat_with(home: &Home, url: &str, args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write as _;
+    let mut child = command(home, &[])
+        .args(["--base-url", url, "--model", "m"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// What the model was told of the turn's last tool call.
+fn last_tool_result(server_requests: &[wiremock::Request]) -> serde_json::Value {
+    let body: serde_json::Value =
+        serde_json::from_slice(&server_requests.last().unwrap().body).unwrap();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .clone()
+}
+
+const ASK_UPTIME: &str = "[[permissions.rules]]\ntool = \"uptime\"\npermission = \"ask\"\n";
+
+#[tokio::test]
+async fn the_chat_offers_always_says_what_it_covers_and_the_trace_keeps_the_decision() {
+    let home = Home::new("cli-always");
+    std::fs::write(home.path().join("ferrobot.toml"), ASK_UPTIME).unwrap();
+    let server = tool_round_server("uptime", serde_json::json!({}), "Up a while.").await;
+    let url = format!("{}/v1", server.uri());
+    let output = chat_with(&home, &url, &[], b"how long up?\na\nexit\n");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let asked = stderr(&output);
+    assert!(asked.contains("why: rule 1: ask uptime"), "{asked}");
+    assert!(
+        asked.contains("a = always allow every call of `uptime` in this conversation"),
+        "{asked}"
+    );
+    let requests = server.received_requests().await.unwrap();
+    assert_ne!(last_tool_result(&requests), "Cancelled by user.", "it ran");
+    assert!(
+        stdout(&output).contains("Up a while."),
+        "{}",
+        stdout(&output)
+    );
+
+    let traces = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(traces.lines().last().unwrap()).unwrap();
+    let call = &record["tool_calls"][0];
+    assert_eq!(
+        call["verdict"],
+        serde_json::json!({"permission": "ask", "layer": "application", "rule": "rule 1: ask uptime"})
+    );
+    assert_eq!(
+        call["decision"],
+        serde_json::json!({"label": "always", "scope": {"kind": "tool"}})
+    );
+}
+
+#[tokio::test]
+async fn no_with_a_reason_in_the_chat_tells_the_model_why() {
+    let home = Home::new("cli-deny-reason");
+    std::fs::write(home.path().join("ferrobot.toml"), ASK_UPTIME).unwrap();
+    let server = tool_round_server("uptime", serde_json::json!({}), "Fine, I won't.").await;
+    let url = format!("{}/v1", server.uri());
+    let output = chat_with(
+        &home,
+        &url,
+        &[],
+        b"how long up?\nn not during the backup\nexit\n",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.received_requests().await.unwrap();
+    let told = last_tool_result(&requests);
+    assert!(
+        told.as_str().unwrap().contains("not during the backup"),
+        "{told}"
+    );
+    let traces = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(traces.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        record["tool_calls"][0]["decision"],
+        serde_json::json!({"label": "deny", "reason": "not during the backup"})
+    );
+}
+
+#[test]
+fn permissions_lists_the_rules_with_their_source_and_each_tools_default() {
+    let home = Home::new("cli-permissions");
+    std::fs::write(
+        home.path().join("ferrobot.toml"),
+        format!("{ASK_UPTIME}\n[[permissions.rules]]\ntool = \"disk_*\"\npermission = \"deny\"\n"),
+    )
+    .unwrap();
+    let output = ferrobot(&home, &["permissions"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    // figment names the file relative to the working directory.
+    assert!(
+        text.contains("   1  ask uptime    # permissions.rules[1], TOML file (ferrobot.toml)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("   2  deny disk_*    # permissions.rules[2]"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("disk_usage")
+                && l.contains("allow  no rule matched")),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"Always\" approvals, by conversation:\n  none"),
+        "{text}"
+    );
+}
+
+#[test]
+fn permissions_test_says_what_decides_and_exits_by_the_answer() {
+    let home = Home::new("cli-permissions-test");
+    std::fs::write(
+        home.path().join("ferrobot.toml"),
+        format!("{ASK_UPTIME}\n[[permissions.rules]]\ntool = \"disk_*\"\npermission = \"deny\"\n"),
+    )
+    .unwrap();
+    let asked = ferrobot(&home, &["permissions", "test", "uptime"]);
+    assert_eq!(asked.status.code(), Some(4), "{}", stderr(&asked));
+    assert_eq!(stdout(&asked), "ask (rule 1: ask uptime)\n");
+    let denied = ferrobot(
+        &home,
+        &["permissions", "test", "disk_usage", "path=/my dir"],
+    );
+    assert_eq!(denied.status.code(), Some(5), "{}", stderr(&denied));
+    assert_eq!(stdout(&denied), "deny (rule 2: deny disk_*)\n");
+    let denied = ferrobot(
+        &home,
+        &[
+            "permissions",
+            "test",
+            "disk_usage",
+            r#"{"path": "/"}"#,
+            "--conversation",
+            "cli",
+        ],
+    );
+    assert_eq!(denied.status.code(), Some(5), "{}", stderr(&denied));
+
+    std::fs::remove_file(home.path().join("ferrobot.toml")).unwrap();
+    let allowed = ferrobot(&home, &["permissions", "test", "uptime"]);
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+    assert_eq!(stdout(&allowed), "allow (no rule matched)\n");
+    let unknown = ferrobot(&home, &["permissions", "test", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no tool named `nope`"),
+        "{}",
+        stderr(&unknown)
+    );
+    let bad = ferrobot(&home, &["permissions", "test", "uptime", "nope=1"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("unknown parameter `nope`"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn a_bad_permission_rule_exits_2_naming_its_key() {
+    let home = Home::new("cli-badrule");
+    std::fs::write(
+        home.path().join("ferrobot.toml"),
+        "[[permissions.rules]]\ntool = \"uptime\"\npermission = \"maybe\"\n",
+    )
+    .unwrap();
+    let output = ferrobot(&home, &["config", "check"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(
+            r#"`permissions.rules[1].permission`: expected "allow", "ask" or "deny", got "maybe""#
+        ),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -1,7 +1,8 @@
-//! Confirmations: `Inner::ask` posts the question with ✅ / ❌ buttons and
-//! waits; `Inner::pressed` answers it when the asker presses one.
+//! Confirmations: `Inner::ask` posts the question with ✅ / ❌ buttons (and
+//! "Always" when offered) and waits; `Inner::pressed` answers it when the
+//! asker presses one.
 
-use ferrobot::bot::{Length, Unanswered, chat_of, decided};
+use ferrobot::bot::{Length, Unanswered, asked, chat_of, decided};
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use serde_json::json;
 use twilight_model::channel::message::Component;
@@ -15,7 +16,7 @@ use crate::rest::{Target, target};
 use crate::{Inner, MESSAGE_LIMIT};
 
 impl Inner {
-    /// A ✅ / ❌ press: answers the waiting confirmation if it is the
+    /// A ✅ / ❌ / Always press: answers the waiting confirmation if it is the
     /// asker's, and edits the question to show the decision.
     pub(crate) fn pressed(
         &self,
@@ -36,6 +37,7 @@ impl Inner {
                 data: Some(InteractionResponseData {
                     content: Some(decided(
                         &clip(&answered.prompt),
+                        &answered.tool,
                         Some(answered.decision),
                         self.confirm_timeout,
                     )),
@@ -52,12 +54,16 @@ impl Inner {
             return Decision::Deny(None);
         };
         let question = self.questions.ask(&request);
+        let mut row = vec![
+            json!({"type": 2, "style": 3, "label": "✅ Yes", "custom_id": question.yes}),
+            json!({"type": 2, "style": 4, "label": "❌ No", "custom_id": question.no}),
+        ];
+        if let Some(always) = &question.always {
+            row.push(json!({"type": 2, "style": 1, "label": "🔁 Always", "custom_id": always}));
+        }
         let buttons: Vec<Component> = match serde_json::from_value(json!([{
             "type": 1,
-            "components": [
-                {"type": 2, "style": 3, "label": "✅ Yes", "custom_id": question.yes},
-                {"type": 2, "style": 4, "label": "❌ No", "custom_id": question.no},
-            ],
+            "components": row,
         }])) {
             Ok(buttons) => buttons,
             Err(error) => {
@@ -70,7 +76,7 @@ impl Inner {
             .call("create message", || {
                 self.http
                     .create_message(channel)
-                    .content(&clip(&request.prompt))
+                    .content(&clip(&asked(&request)))
                     .components(&buttons)
                     .into_future()
             })
@@ -91,7 +97,12 @@ impl Inner {
         if decision.is_none() {
             // A press already showed its decision on the question; a
             // time-out is shown here, and the buttons go.
-            let shown = decided(&clip(&request.prompt), None, self.confirm_timeout);
+            let shown = decided(
+                &clip(&request.prompt),
+                &request.tool,
+                None,
+                self.confirm_timeout,
+            );
             let edited = match message.parse::<u64>().ok().and_then(Id::new_checked) {
                 Some(id) => self
                     .call("update message", || {
@@ -114,7 +125,9 @@ impl Inner {
     }
 }
 
-/// A confirmation prompt short enough to post, with room for the decision.
+/// A confirmation prompt short enough to post, with room for the decision
+/// (what "always" allowed names the tool, at most 64 characters, and its
+/// scope).
 fn clip(prompt: &str) -> String {
-    ferrobot::bot::clip(prompt, MESSAGE_LIMIT - 64, Length::Chars)
+    ferrobot::bot::clip(prompt, MESSAGE_LIMIT - 256, Length::Chars)
 }

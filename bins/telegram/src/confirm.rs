@@ -1,8 +1,8 @@
-//! Confirmations: `Inner::ask` posts the question with ✅ / ❌ buttons and
-//! waits; `Inner::pressed` hands a press to the waiting turn if it is the
-//! asker's.
+//! Confirmations: `Inner::ask` posts the question with ✅ / ❌ buttons (and
+//! "Always" when offered) and waits; `Inner::pressed` hands a press to the
+//! waiting turn if it is the asker's.
 
-use ferrobot::bot::{Length, Unanswered, clip, decided};
+use ferrobot::bot::{Length, Unanswered, asked, clip, decided};
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use teloxide::payloads::setters::*;
 use teloxide::prelude::{Request as _, Requester};
@@ -14,7 +14,7 @@ use crate::place::Place;
 use crate::{Inner, MESSAGE_LIMIT};
 
 impl Inner {
-    /// A ✅ / ❌ press: answers the waiting confirmation if it is the asker's.
+    /// A ✅ / ❌ / Always press: answers the waiting confirmation if it is the asker's.
     pub(crate) async fn pressed(&self, query: CallbackQuery) {
         let answer = self.decide(&query);
         let acknowledged = self
@@ -57,15 +57,22 @@ impl Inner {
             return Decision::Deny(None);
         };
         let question = self.questions.ask(&request);
-        // Short enough to post, with room for the decision.
-        let prompt = clip(&request.prompt, MESSAGE_LIMIT - 64, Length::Utf16);
-        let buttons = InlineKeyboardMarkup::new([[
+        // Short enough to post, with room for the decision (what "always"
+        // allowed names the tool, at most 64 characters, and its scope).
+        let room = MESSAGE_LIMIT - 256;
+        let prompt = clip(&request.prompt, room, Length::Utf16);
+        let text = clip(&asked(&request), room, Length::Utf16);
+        let mut row = vec![
             InlineKeyboardButton::callback("✅ Yes", &question.yes),
             InlineKeyboardButton::callback("❌ No", &question.no),
-        ]]);
+        ];
+        if let Some(always) = &question.always {
+            row.push(InlineKeyboardButton::callback("🔁 Always", always));
+        }
+        let buttons = InlineKeyboardMarkup::new([row]);
         let sent = self
             .call("sendMessage", || {
-                self.message(place, &prompt)
+                self.message(place, &text)
                     .reply_markup(buttons.clone())
                     .send()
             })
@@ -80,7 +87,12 @@ impl Inner {
         };
         let decision = self.questions.wait(question, self.confirm_timeout).await;
         // The buttons go: the message now shows the decision.
-        let shown = decided(&prompt, decision.clone(), self.confirm_timeout);
+        let shown = decided(
+            &prompt,
+            &request.tool,
+            decision.clone(),
+            self.confirm_timeout,
+        );
         if let Err(error) = self.edit_text(place.chat, message, &shown, false).await {
             tracing::debug!(error = %self.redact(&error), "could not show the decision");
         }

@@ -7,6 +7,8 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::value::magic::RelativePathBuf;
 use figment::{Figment, Profile};
 
+use ferrobot::policy::{Policy, Rule};
+
 use super::Config;
 
 /// Where a config is read from, and the command-line flags on top.
@@ -158,6 +160,7 @@ impl Config {
                 ));
             }
         }
+        check_rules(&figment)?;
         let config: Config = figment
             .extract()
             .map_err(|e| ConfigError::Invalid(describe(&e)))?;
@@ -245,6 +248,81 @@ impl Config {
     }
 }
 
+/// Checks each `[[permissions.rules]]` entry on its own, so a mistake is
+/// reported with the rule's number (`permissions.rules[3].permission`), as
+/// `ferrobot permissions` numbers them; figment would name the whole list.
+/// Serde decides what a rule may hold; this only says where it went wrong.
+fn check_rules(figment: &Figment) -> Result<(), ConfigError> {
+    let Ok(value) = figment.find_value("permissions.rules") else {
+        return Ok(());
+    };
+    let within = origin(figment, "permissions.rules")
+        .map(|origin| format!(" (from {origin})"))
+        .unwrap_or_default();
+    let Some(rules) = value.as_array() else {
+        return Err(ConfigError::Invalid(format!(
+            "`permissions.rules` must be a list of `[[permissions.rules]]` tables{within}"
+        )));
+    };
+    for (index, rule) in rules.iter().enumerate() {
+        let key = format!("permissions.rules[{}]", index + 1);
+        match rule.deserialize::<Rule>() {
+            Err(error) => {
+                return Err(ConfigError::Invalid(format!(
+                    "{}{within}",
+                    rule_error(&key, &error)
+                )));
+            }
+            Ok(rule) if rule.tool.trim().is_empty() => {
+                return Err(ConfigError::Invalid(format!(
+                    "`{key}.tool` is empty; name a tool, or a glob such as \"*\" for every tool{within}"
+                )));
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// One rule's mistake, naming its key: what was expected, what was found.
+fn rule_error(key: &str, error: &figment::Error) -> String {
+    use figment::error::Kind;
+    let quoted = |names: &[&str]| {
+        let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+        match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    };
+    let at = |field: &str| {
+        let mut path = vec![key.to_owned()];
+        path.extend(error.path.iter().cloned());
+        if !field.is_empty() && error.path.last().map(String::as_str) != Some(field) {
+            path.push(field.to_owned());
+        }
+        format!("`{}`", path.join("."))
+    };
+    match &error.kind {
+        Kind::UnknownVariant(found, expected) => {
+            format!("{}: expected {}, got \"{found}\"", at(""), quoted(expected))
+        }
+        Kind::UnknownField(found, expected) => format!(
+            "{}: unknown key; a rule takes {}",
+            at(found),
+            quoted(expected)
+        ),
+        Kind::MissingField(field) => format!(
+            "{}: missing; every rule names a `tool` and a `permission`",
+            at(field)
+        ),
+        Kind::InvalidType(found, expected) => {
+            format!("{}: expected {expected}, got {found}", at(""))
+        }
+        other => format!("{}: {other}", at("")),
+    }
+}
+
 /// A provider shown under a plain name in `config check` (figment would name
 /// the Rust type and source line).
 struct Named<P>(&'static str, P);
@@ -257,6 +335,15 @@ impl<P: figment::Provider> figment::Provider for Named<P> {
     fn data(&self) -> Result<figment::value::Map<Profile, figment::value::Dict>, figment::Error> {
         self.1.data()
     }
+}
+
+/// Where `key`'s value came from: "TOML file (/path/ferrobot.toml)",
+/// "command-line flag".
+fn origin(figment: &Figment, key: &str) -> Option<String> {
+    figment.find_metadata(key).map(|m| match &m.source {
+        Some(source) => format!("{} ({source})", m.name),
+        None => m.name.to_string(),
+    })
 }
 
 /// Figment's errors, each with its key and source, on one line each.
@@ -275,21 +362,42 @@ impl LoadedConfig {
     /// `[redacted]`, whatever its key is called.
     pub fn explain(&self) -> Vec<(String, String, String)> {
         let mut rows = Vec::new();
-        let value = serde_json::to_value(&self.config).unwrap_or_default();
+        let mut value = serde_json::to_value(&self.config).unwrap_or_default();
+        // Rules read best one to a line, as `ferrobot permissions` shows
+        // them, rather than as a JSON list.
+        let rules = &self.config.permissions.rules;
+        if !rules.is_empty() {
+            value["permissions"]["rules"].take();
+            for (index, rule) in rules.iter().enumerate() {
+                rows.push((
+                    format!("permissions.rules[{}]", index + 1),
+                    rule.to_string(),
+                ));
+            }
+        }
         flatten("", &value, &mut rows);
+        rows.retain(|(key, shown)| !(key == "permissions.rules" && shown == "null"));
         rows.into_iter()
             .map(|(key, shown)| {
-                let source = self
-                    .figment
-                    .find_metadata(&key)
-                    .map(|m| match &m.source {
-                        Some(source) => format!("{} ({source})", m.name),
-                        None => m.name.to_string(),
-                    })
-                    .unwrap_or_else(|| "default".into());
+                // A rule's source is the list's: figment keeps no metadata
+                // per element.
+                let list = key.split('[').next().unwrap_or(&key);
+                let source = origin(&self.figment, list).unwrap_or_else(|| "default".into());
                 (key, shown, source)
             })
             .collect()
+    }
+
+    /// The `[[permissions.rules]]`, in file order, as the policy every
+    /// agent built from this config follows.
+    pub fn policy(&self) -> Policy {
+        Policy::new().rules(self.config.permissions.rules.iter().cloned())
+    }
+
+    /// Where the `[[permissions.rules]]` came from, for `ferrobot
+    /// permissions`: "TOML file (/path/ferrobot.toml)", or the environment.
+    pub fn rules_source(&self) -> String {
+        origin(&self.figment, "permissions.rules").unwrap_or_else(|| "built-in default".into())
     }
 
     /// The history file: the configured path, else `history.db` in the

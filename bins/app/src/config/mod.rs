@@ -7,6 +7,7 @@ mod secret;
 
 use std::fmt;
 
+use ferrobot::policy::Rule;
 use figment::value::magic::RelativePathBuf;
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +44,20 @@ pub struct Config {
     pub telegram: TelegramConfig,
     /// The Discord bot.
     pub discord: DiscordConfig,
+    /// Which tool calls run, are asked about first, or never run.
+    pub permissions: PermissionsConfig,
+}
+
+/// `[permissions]`: which tool calls run, are asked about first, or never
+/// run (see `ferrobot::policy`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PermissionsConfig {
+    /// `[[permissions.rules]]`, numbered from 1 in file order; for a call,
+    /// the last rule that matches decides, and a deny is final. By default,
+    /// none: each tool's defaults decide (`ferrobot permissions` lists them).
+    pub rules: Vec<Rule>,
 }
 
 /// `[llm]`: the model endpoint.
@@ -265,6 +280,7 @@ impl Default for Config {
                 confirm_timeout_secs: 300,
                 edit_interval_ms: 1200,
             },
+            permissions: PermissionsConfig::default(),
         }
     }
 }

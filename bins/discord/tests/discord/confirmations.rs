@@ -1,5 +1,5 @@
-//! Confirmations: a tool asks with ✅ / ❌ buttons, runs only on the asker's
-//! yes, and is declined when nobody answers in time.
+//! Confirmations: a tool asks with ✅ / ❌ / Always buttons, runs only on
+//! the asker's yes or "always", and is declined when nobody answers in time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,8 +41,12 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
     .await;
     gateway.message(ANN, DM, None, "please reboot", false);
     let question = rest
-        .wait_for(&messages_to(DM), |b| b["content"] == "Reboot this machine?")
+        .wait_for(&messages_to(DM), |b| b["components"].is_array())
         .await;
+    assert_eq!(
+        question["content"],
+        "Reboot this machine?\n\nWhy: the tool asks first\n\nAlways: allow every call of `reboot` in this conversation"
+    );
     let buttons = &question["components"][0]["components"];
     assert_eq!(buttons[0]["label"], "✅ Yes");
     assert_eq!(buttons[1]["label"], "❌ No");
@@ -111,4 +115,57 @@ async fn a_question_nobody_answers_is_declined_after_the_time_out() {
     rest.wait_for(&messages_to(DM), |b| b["content"] == "Left it running.")
         .await;
     assert!(format!("{:?}", recorded.requests()[1].messages).contains("Cancelled by user."));
+}
+
+#[tokio::test]
+async fn always_allows_the_call_and_says_what_it_covers() {
+    let model = MockProvider::new()
+        .then(MockTurn::new().tool_call("reboot", json!({})))
+        .then(MockTurn::new().text("Rebooted."));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let reboot = from_fn("reboot", "Reboot.", move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { "rebooted" }
+    })
+    .confirm("Reboot this machine?");
+    let (gateway, rest, _server) = start(&[ANN, BOB], |channel| {
+        agent(model, &channel, vec![reboot.into_tool()])
+    })
+    .await;
+    gateway.message(ANN, DM, None, "reboot", false);
+    let question = rest
+        .wait_for(&messages_to(DM), |b| b["components"].is_array())
+        .await;
+    let buttons = &question["components"][0]["components"];
+    assert_eq!(buttons[2]["label"], "🔁 Always");
+    let always = buttons[2]["custom_id"].as_str().unwrap().to_owned();
+    // Only the asker may allow it for good, as for a yes.
+    gateway.press(BOB, "900000000000000021", &always);
+    let refused = rest
+        .wait_for(
+            "/interactions/900000000000000021/token-900000000000000021/callback",
+            |_| true,
+        )
+        .await;
+    assert_eq!(
+        refused["data"]["content"],
+        "Only the person who asked can answer this."
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    gateway.press(ANN, "900000000000000022", &always);
+    let allowed = rest
+        .wait_for(
+            "/interactions/900000000000000022/token-900000000000000022/callback",
+            |_| true,
+        )
+        .await;
+    assert_eq!(
+        allowed["data"]["content"],
+        "Reboot this machine?\n\n✅ Always allowed: every call of `reboot` in this conversation"
+    );
+    assert_eq!(allowed["data"]["components"], json!([]));
+    rest.wait_for(&messages_to(DM), |b| b["content"] == "Rebooted.")
+        .await;
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
 }

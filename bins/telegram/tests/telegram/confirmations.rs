@@ -1,5 +1,5 @@
-//! Confirmations: a tool asks with ✅ / ❌ buttons, runs only on the asker's
-//! yes, and is declined when nobody answers in time.
+//! Confirmations: a tool asks with ✅ / ❌ / Always buttons, runs only on
+//! the asker's yes or "always", and is declined when nobody answers in time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,8 +42,16 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
     });
     api.text(ANN, ANN as i64, "please reboot");
     let question = api
-        .wait_for("SendMessage", |c| c["text"] == "Reboot this machine?")
+        .wait_for("SendMessage", |c| {
+            c["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Reboot this machine?"))
+        })
         .await;
+    assert_eq!(
+        question["text"],
+        "Reboot this machine?\n\nWhy: the tool asks first\n\nAlways: allow every call of `reboot` in this conversation"
+    );
     let buttons = &question["reply_markup"]["inline_keyboard"][0];
     assert_eq!(buttons[0]["text"], "✅ Yes");
     assert_eq!(buttons[1]["text"], "❌ No");
@@ -104,4 +112,44 @@ async fn a_question_nobody_answers_is_declined_after_the_time_out() {
         .await;
     let results = &recorded.requests()[1].messages;
     assert!(format!("{results:?}").contains("Cancelled by user."));
+}
+
+#[tokio::test]
+async fn always_allows_the_call_and_says_what_it_covers() {
+    let (api, server) = FakeBotApi::start().await;
+    let model = MockProvider::new()
+        .then(MockTurn::new().tool_call("reboot", json!({})))
+        .then(MockTurn::new().text("Rebooted."));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let reboot = from_fn("reboot", "Reboot.", move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { "rebooted" }
+    })
+    .confirm("Reboot this machine?");
+    let _bot = start(&server, &[ANN, BOB], |channel| {
+        agent(model, &channel, vec![reboot.into_tool()])
+    });
+    api.text(ANN, ANN as i64, "reboot");
+    let question = api
+        .wait_for("SendMessage", |c| c["reply_markup"].is_object())
+        .await;
+    let buttons = &question["reply_markup"]["inline_keyboard"][0];
+    assert_eq!(buttons[2]["text"], "🔁 Always");
+    let always = buttons[2]["callback_data"].as_str().unwrap().to_owned();
+    // Only the asker may allow it for good, as for a yes.
+    api.press(BOB, ANN as i64, &always);
+    api.wait_for("AnswerCallbackQuery", |c| {
+        c["text"] == "Only the person who asked can answer this."
+    })
+    .await;
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    api.press(ANN, ANN as i64, &always);
+    api.wait_for("EditMessageText", |c| {
+        c["text"]
+            == "Reboot this machine?\n\n✅ Always allowed: every call of `reboot` in this conversation"
+    })
+    .await;
+    api.wait_for_reply(0, |c| c["text"] == r"Rebooted\.").await;
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
