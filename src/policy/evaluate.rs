@@ -232,3 +232,99 @@ pub(super) fn covers(scope: &Scope, arguments: &Value) -> bool {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures_util::future::BoxFuture;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::message::ToolSpec;
+    use crate::policy::shell::read_argv;
+    use crate::tool::{ToolContext, ToolError, ToolOutput};
+
+    /// `sh -c {script}`, as a tools file can declare it.
+    struct Shell(ToolSpec);
+
+    impl Tool for Shell {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        fn call(&self, _: Value, _: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+            Box::pin(async { Ok("done".into()) })
+        }
+
+        fn command_line(&self, arguments: &Value) -> Option<Vec<String>> {
+            let script = arguments["script"].as_str().unwrap_or_default();
+            Some(vec!["sh".into(), "-c".into(), script.into()])
+        }
+    }
+
+    fn word() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("ls"),
+            Just("rm"),
+            Just("git"),
+            Just("status"),
+            Just("-rf"),
+            Just("x"),
+            Just("/tmp/y"),
+            Just("'a b'"),
+            Just("sudo"),
+            Just("-u"),
+            Just("env"),
+            Just("X=1"),
+            Just("timeout"),
+            Just("5"),
+            Just("/bin/rm"),
+            Just("\\rm"),
+            Just("'r''m'"),
+            Just("curl"),
+            Just("push"),
+            Just("\"q\""),
+            Just("nice"),
+        ]
+    }
+
+    fn separator() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just(" "),
+            Just(" "),
+            Just(" "),
+            Just("; "),
+            Just(" && "),
+            Just(" | "),
+            Just("\n"),
+            Just(" || "),
+            Just(" & ")
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn a_read_script_never_runs_what_a_deny_rule_matches(
+            parts in proptest::collection::vec((word(), separator()), 1..12),
+            deny in prop_oneof![Just("rm*"), Just("git push*"), Just("curl *"), Just("* x*"), Just("ls")],
+            allows in proptest::collection::vec(prop_oneof![Just("*"), Just("ls*"), Just("git *"), Just("rm *")], 0..3),
+        ) {
+            let script: String = parts.iter().map(|(w, s)| format!("{w}{s}")).collect();
+            let reading = read_argv(&["sh".into(), "-c".into(), script.clone()]);
+            let pattern = Pattern::new(deny, Mode::Text);
+            let hit = reading.commands.iter().any(|c| pattern.matches(&c.text()));
+            let policy = Policy::new()
+                .rule(Rule::allow("run_shell"))
+                .rules(allows.into_iter().map(|a| Rule::allow("run_shell").command(a)))
+                .rule(Rule::deny("run_shell").command(deny));
+            let tool = Shell(ToolSpec::new("run_shell", "Run.", json!({"type": "object"})));
+            let verdict = evaluate(&policy, &tool, &json!({"script": script}), &[]);
+            if reading.doubt.is_none() && hit {
+                prop_assert_eq!(verdict.permission, Permission::Deny, "{}", verdict);
+            }
+            if hit {
+                prop_assert_ne!(verdict.permission, Permission::Allow, "{}", verdict);
+            }
+        }
+    }
+}

@@ -607,13 +607,16 @@ fn normalize(argv: Vec<String>, writes: Vec<String>, depth: usize, reading: &mut
                         "process-slot-var",
                     ],
                 );
-                if argv.get(i).is_none() {
-                    reading.commands.push(Command {
-                        argv: vec!["echo".to_owned()],
-                        writes,
-                    });
-                    return;
+                // `…` stands for the arguments xargs adds from its input,
+                // so `rm *` deny rules match `xargs rm`.
+                let mut run: Vec<String> =
+                    argv.get(i..).map(<[String]>::to_vec).unwrap_or_default();
+                if run.is_empty() {
+                    run.push("echo".to_owned());
                 }
+                run.push("…".to_owned());
+                normalize(run, writes, depth, reading);
+                return;
             }
             "exec" => {
                 reading.doubt(|| "`exec`".to_owned());
@@ -769,7 +772,7 @@ mod tests {
             ("echo `rm -rf /`", "rm -rf /", "backticks"),
             ("eval 'rm -rf /'", "rm -rf /", "`eval`"),
             ("bash -c 'rm -rf /'", "rm -rf /", "a shell inside"),
-            ("find . | xargs -0 rm", "rm", "`xargs`"),
+            ("find . | xargs -0 rm", "rm '…'", "`xargs`"),
             ("echo x > /dev/sda", "echo x", "redirection"),
             ("cat <<EOF\nrm -rf /\nEOF", "rm -rf /", "here-document"),
             ("echo 'unclosed", "echo unclosed", "unclosed"),
