@@ -755,3 +755,61 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_guides_worked_example_holds() {
+    let policy = Policy::new()
+        .rule(Rule::ask("*"))
+        .rule(Rule::allow("read_file").argument("path", "/srv/notes/**"))
+        .rule(Rule::allow("write_file").argument("path", "/srv/notes/*.md"))
+        .rule(Rule::deny("*").argument("path", "~/.ssh/**"))
+        .rule(Rule::allow("run_shell").command("git *"))
+        .rule(Rule::deny("run_shell").command("git push*"));
+    policy.check().unwrap();
+    let (read, write, sh) = (tool("read_file"), tool("write_file"), shell());
+    let path = |p: &str| json!({ "path": p });
+    for (tool, arguments, permission, reason) in [
+        (
+            &read,
+            path("/srv/notes/todo.md"),
+            Permission::Allow,
+            "rule 2",
+        ),
+        (
+            &read,
+            path("/srv/notes/../../etc/passwd"),
+            Permission::Ask,
+            "rule 1",
+        ),
+        (&write, path("/srv/notes/a/b.md"), Permission::Ask, "rule 1"),
+        (&read, path("~/.ssh/id_ed25519"), Permission::Deny, "rule 4"),
+        (
+            &sh,
+            run("git status && git log -3"),
+            Permission::Allow,
+            "rule 5",
+        ),
+        (&sh, run("git status; make"), Permission::Ask, "rule 1"),
+        (
+            &sh,
+            run("git status; git push -f"),
+            Permission::Deny,
+            "rule 6",
+        ),
+        (&sh, run("git log $(cat x)"), Permission::Ask, "rule 1"),
+        (&sh, run("sudo rm -rf ~"), Permission::Deny, "floor"),
+    ] {
+        let v = verdict(&policy, tool, &arguments);
+        assert_eq!(v.permission, permission, "{arguments}: {v}");
+        assert!(v.reason.starts_with(reason), "{arguments}: {v}");
+    }
+    let approvals = [Approval::new(
+        "delete_note",
+        Scope::Prefix {
+            argument: "path".into(),
+            prefix: "/srv/notes".into(),
+        },
+    )];
+    let v = policy.evaluate(&tool("delete_note"), &path("/srv/notes/x.md"), &approvals);
+    expect(&v, Permission::Allow, Layer::Conversation, "approval");
+}

@@ -106,7 +106,7 @@ fn check_command(command: &Command) -> Option<String> {
             is_recursive(args) && operands().any(|o| is_root_or_home(o, false))
         }
         "tee" | "shred" => operands().any(|o| is_disk(o)),
-        "cp" | "mv" | "install" => operands().last().is_some_and(|o| is_disk(o)),
+        "cp" | "mv" | "install" => operands().next_back().is_some_and(|o| is_disk(o)),
         _ => false,
     };
     hit.then_some(text)

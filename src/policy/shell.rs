@@ -69,7 +69,7 @@ pub(crate) fn read_argv(argv: &[String]) -> Reading {
         raw: vec![quote_all(argv)],
         ..Reading::default()
     };
-    normalize(argv.to_vec(), Vec::new(), 0, &mut reading);
+    normalize(argv, Vec::new(), 0, &mut reading);
     reading
 }
 
@@ -142,7 +142,7 @@ fn read_script(script: &str, depth: usize, reading: &mut Reading) {
         if words.is_empty() && simple.writes.is_empty() {
             continue;
         }
-        if words.first().is_some() {
+        if !words.is_empty() {
             let program = words.iter().find(|w| !is_assignment(&w.text));
             if let Some(program) = program
                 && program.wild
@@ -150,8 +150,8 @@ fn read_script(script: &str, depth: usize, reading: &mut Reading) {
                 reading.doubt(|| format!("a wildcard in the program's name `{}`", program.text));
             }
         }
-        let argv = words.into_iter().map(|w| w.text).collect();
-        normalize(argv, simple.writes, depth, reading);
+        let argv: Vec<String> = words.into_iter().map(|w| w.text).collect();
+        normalize(&argv, simple.writes, depth, reading);
     }
 }
 
@@ -315,7 +315,9 @@ impl Lexer<'_> {
                 '{' | '}' => {
                     // `{}` alone is literal (find's); anything else may be
                     // a brace expansion or a group.
-                    if !(c == '{' && self.peek_at(1) == Some('}')) && !word.text.ends_with('{') {
+                    let literal_pair =
+                        (c == '{' && self.peek_at(1) == Some('}')) || word.text.ends_with('{');
+                    if !literal_pair {
                         self.doubt("braces `{…}`");
                     }
                     word.text.push(c);
@@ -508,7 +510,7 @@ fn skip_options(argv: &[String], i: &mut usize, with_value: &str, long_with_valu
 
 /// Takes the wrappers off `argv` and adds the command (and any it runs
 /// inside: `eval`'s text, `sh -c`'s script) to `reading`.
-fn normalize(argv: Vec<String>, writes: Vec<String>, depth: usize, reading: &mut Reading) {
+fn normalize(argv: &[String], writes: Vec<String>, depth: usize, reading: &mut Reading) {
     let mut i = 0;
     loop {
         while argv.get(i).is_some_and(|w| is_assignment(w)) {
@@ -533,7 +535,7 @@ fn normalize(argv: Vec<String>, writes: Vec<String>, depth: usize, reading: &mut
                 {
                     reading.doubt(|| "`env -S`, which splits a string into a command".to_owned());
                 }
-                skip_options(&argv, &mut i, "uCS", &["unset", "chdir", "split-string"]);
+                skip_options(argv, &mut i, "uCS", &["unset", "chdir", "split-string"]);
                 if argv.get(i).is_none() {
                     i -= 1; // `env` alone prints the environment
                     break;
@@ -551,7 +553,7 @@ fn normalize(argv: Vec<String>, writes: Vec<String>, depth: usize, reading: &mut
                     reading.doubt(|| format!("`{program}` running a shell or an editor"));
                 }
                 skip_options(
-                    &argv,
+                    argv,
                     &mut i,
                     "ugCDhprtUTR",
                     &[
@@ -570,7 +572,7 @@ fn normalize(argv: Vec<String>, writes: Vec<String>, depth: usize, reading: &mut
             }
             "timeout" => {
                 i += 1;
-                skip_options(&argv, &mut i, "sk", &["signal", "kill-after"]);
+                skip_options(argv, &mut i, "sk", &["signal", "kill-after"]);
                 i += 1; // the duration
             }
             "nice" => {
@@ -580,21 +582,21 @@ fn normalize(argv: Vec<String>, writes: Vec<String>, depth: usize, reading: &mut
                 }) {
                     i += 1; // `nice -10`
                 }
-                skip_options(&argv, &mut i, "n", &["adjustment"]);
+                skip_options(argv, &mut i, "n", &["adjustment"]);
             }
             "stdbuf" => {
                 i += 1;
-                skip_options(&argv, &mut i, "ioe", &["input", "output", "error"]);
+                skip_options(argv, &mut i, "ioe", &["input", "output", "error"]);
             }
             "nohup" | "command" | "time" | "setsid" | "builtin" => {
                 i += 1;
-                skip_options(&argv, &mut i, "", &[]);
+                skip_options(argv, &mut i, "", &[]);
             }
             "xargs" => {
                 reading.doubt(|| "`xargs`, which runs commands built from its input".to_owned());
                 i += 1;
                 skip_options(
-                    &argv,
+                    argv,
                     &mut i,
                     "adELnPsI",
                     &[
@@ -615,13 +617,13 @@ fn normalize(argv: Vec<String>, writes: Vec<String>, depth: usize, reading: &mut
                     run.push("echo".to_owned());
                 }
                 run.push("…".to_owned());
-                normalize(run, writes, depth, reading);
+                normalize(&run, writes, depth, reading);
                 return;
             }
             "exec" => {
                 reading.doubt(|| "`exec`".to_owned());
                 i += 1;
-                skip_options(&argv, &mut i, "a", &[]);
+                skip_options(argv, &mut i, "a", &[]);
             }
             "eval" => {
                 reading.doubt(|| "`eval`".to_owned());
@@ -690,12 +692,7 @@ pub(crate) fn crude_commands(reading: &Reading) -> Vec<Command> {
         for start in 0..words.len() {
             // Wrappers only: nothing read inside, no doubts recorded.
             let mut quiet = Reading::default();
-            normalize(
-                words[start..].to_vec(),
-                Vec::new(),
-                MAX_DEPTH + 1,
-                &mut quiet,
-            );
+            normalize(&words[start..], Vec::new(), MAX_DEPTH + 1, &mut quiet);
             commands.extend(quiet.commands);
         }
     }
