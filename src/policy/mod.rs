@@ -6,8 +6,8 @@
 //! [`ConfirmHandler`](crate::confirm::ConfirmHandler) (declined when there
 //! is none), [`Permission::Deny`] returns the reason to the model.
 //!
-//! Three layers decide, as the permissions guide (`docs/permissions.md`)
-//! tabulates row by row:
+//! The layers decide in this order, as the permissions guide
+//! (`docs/permissions.md`) tabulates row by row:
 //!
 //! 1. **The floor** ([`Layer::Floor`]): commands no rule can allow
 //!    (`rm -rf /`, `mkfs`, writing to a disk device), checked against every

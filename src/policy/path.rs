@@ -92,13 +92,11 @@ fn lexical(path: &Path) -> PathBuf {
 /// is a link.
 pub(crate) fn canonical_pattern(pattern: &str) -> String {
     let (dir, rest) = super::pattern::Pattern::split_literal_dir(pattern);
-    let dir = if dir.is_empty() {
-        // `~` or `~/x` without wildcards has no `/` before them when `~`
-        // is the whole folder.
-        return expand_home(pattern).to_string_lossy().into_owned();
-    } else {
-        canonical(dir)
-    };
+    if dir.is_empty() {
+        // `~` alone: no folder before any wildcard.
+        return canonical(pattern).to_string_lossy().into_owned();
+    }
+    let dir = canonical(dir);
     let dir = dir.to_string_lossy();
     if rest.is_empty() {
         dir.into_owned()
