@@ -6,8 +6,8 @@
 //! [`ConfirmHandler`](crate::confirm::ConfirmHandler) (declined when there
 //! is none), [`Permission::Deny`] returns the reason to the model.
 //!
-//! Three layers decide, as the permissions guide (`docs/permissions.md`)
-//! tabulates row by row:
+//! The layers decide in this order, as the permissions guide
+//! (`docs/permissions.md`) tabulates row by row:
 //!
 //! 1. **The floor** ([`Layer::Floor`]): commands no rule can allow
 //!    (`rm -rf /`, `mkfs`, writing to a disk device), checked against every
@@ -344,11 +344,132 @@ impl Policy {
         &self.rules
     }
 
+    /// Checks every rule's patterns, for a configuration loader to report
+    /// mistakes before any call is judged. [`evaluate`](Self::evaluate)
+    /// never fails: it reads a bad pattern literally.
+    ///
+    /// # Errors
+    /// The first rule that names no tool or holds a pattern that can't be
+    /// read as intended (an unclosed `[`, `**` that isn't a whole path
+    /// segment), naming the rule's number and how to write it.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::policy::{Policy, Rule};
+    /// let policy = Policy::new()
+    ///     .rule(Rule::allow("read_file"))
+    ///     .rule(Rule::deny("read_file").argument("path", "/etc/[abc"));
+    /// let error = policy.check().unwrap_err();
+    /// assert!(error.to_string().starts_with("rule 2 "));
+    /// assert!(Policy::new().rule(Rule::ask("*")).check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), PolicyError> {
+        for (index, rule) in self.rules.iter().enumerate() {
+            let rule_number = index + 1;
+            let empty = |problem: &str| PolicyError::Empty {
+                rule: rule_number,
+                text: rule.to_string(),
+                problem: problem.to_owned(),
+            };
+            if rule.tool.is_empty() {
+                return Err(empty(
+                    "it names no tool; write `tool = \"*\"` for every tool",
+                ));
+            }
+            if rule.arguments.keys().any(String::is_empty) {
+                return Err(empty("an argument without a name"));
+            }
+            let patterns = std::iter::once(("tool", rule.tool.as_str(), pattern::Mode::Text))
+                .chain(
+                    rule.command
+                        .as_deref()
+                        .map(|c| ("command", c, pattern::Mode::Text)),
+                )
+                .chain(rule.arguments.iter().map(|(name, p)| {
+                    let mode = if pattern::is_path_pattern(p) {
+                        pattern::Mode::Path
+                    } else {
+                        pattern::Mode::Text
+                    };
+                    (name.as_str(), p.as_str(), mode)
+                }));
+            for (field, text, mode) in patterns {
+                if let Some(problem) = pattern::Pattern::new(text, mode).problem() {
+                    return Err(PolicyError::Pattern {
+                        rule: rule_number,
+                        text: rule.to_string(),
+                        field: field.to_owned(),
+                        pattern: text.to_owned(),
+                        problem: problem.to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// What happens to a call of `tool` with `arguments` (a JSON object that
-    /// passed the tool's checks), given the conversation's `approvals`.
+    /// passed the tool's checks), given the conversation's `approvals`:
+    /// the floor, the rules, the approvals and the defaults decide in the
+    /// order the module documentation gives.
     pub fn evaluate(&self, tool: &dyn Tool, arguments: &Value, approvals: &[Approval]) -> Verdict {
         evaluate::evaluate(self, tool, arguments, approvals)
     }
 }
 
 mod evaluate;
+mod floor;
+mod path;
+mod pattern;
+mod shell;
+
+/// What is wrong with a [`Policy`]'s rules, found by [`Policy::check`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// A pattern can't be read as intended.
+    #[error("rule {rule} (`{text}`): the {field} pattern {pattern:?}: {problem}")]
+    Pattern {
+        /// The rule's number, from 1.
+        rule: usize,
+        /// The rule, as [`Rule`]'s `Display` writes it.
+        text: String,
+        /// Which pattern: `tool`, `command`, or the argument's name.
+        field: String,
+        /// The pattern as written.
+        pattern: String,
+        /// What is wrong and how to write it.
+        problem: String,
+    },
+    /// A rule names no tool, or an argument without a name.
+    #[error("rule {rule} (`{text}`): {problem}")]
+    Empty {
+        /// The rule's number, from 1.
+        rule: usize,
+        /// The rule, as [`Rule`]'s `Display` writes it.
+        text: String,
+        /// What is missing.
+        problem: String,
+    },
+}
+
+impl Scope {
+    /// Whether this scope covers a call with `arguments`: [`Scope::Call`]
+    /// the same JSON; [`Scope::Tool`] every call; [`Scope::Prefix`] a
+    /// value starting with the prefix, and for a path (starting with `/`,
+    /// `~` or `.`) the prefix's folder or anything inside it, both made
+    /// canonical and compared by whole names.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::policy::Scope;
+    /// use serde_json::json;
+    /// let scope = Scope::Prefix { argument: "path".into(), prefix: "/srv/a".into() };
+    /// assert!(scope.covers(&json!({"path": "/srv/a/b.txt"})));
+    /// assert!(!scope.covers(&json!({"path": "/srv/ab"})));
+    /// assert!(!scope.covers(&json!({"path": "/srv/a/../b"})));
+    /// ```
+    pub fn covers(&self, arguments: &Value) -> bool {
+        evaluate::covers(self, arguments)
+    }
+}

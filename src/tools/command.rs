@@ -12,7 +12,9 @@ use serde_json::{Map, Value, json};
 
 use crate::message::ToolSpec;
 use crate::tool::arguments::normalize;
-use crate::tool::{Constraints, Tool, ToolContext, ToolError, ToolOutput, fill_placeholders};
+use crate::tool::{
+    Constraints, Effects, Tool, ToolContext, ToolError, ToolOutput, fill_placeholders,
+};
 
 /// A tool that runs a program with arguments filled from the model's.
 ///
@@ -40,6 +42,7 @@ pub struct CommandTool {
     timeout: Duration,
     max_output: usize,
     confirm: Option<String>,
+    effects: Effects,
 }
 
 /// The type of a command tool's parameter.
@@ -87,6 +90,7 @@ impl CommandTool {
             timeout: Duration::from_secs(30),
             max_output: 8_000,
             confirm: None,
+            effects: Effects::NONE,
         }
     }
 
@@ -121,6 +125,26 @@ impl CommandTool {
     #[must_use]
     pub fn confirm(mut self, prompt: impl Into<String>) -> Self {
         self.confirm = Some(prompt.into());
+        self
+    }
+
+    /// Declares what its runs do, for the
+    /// [`Policy`](crate::policy::Policy)'s defaults: a destructive command
+    /// is asked about unless a rule allows it. By default, nothing
+    /// declared ([`Effects::NONE`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::tool::{Effects, Tool};
+    /// use ferrobot::tools::CommandTool;
+    /// let df = CommandTool::new("disk_free", "Free disk space.", ["df", "-h"])
+    ///     .effects(Effects::READ_ONLY.idempotent());
+    /// // This setter shadows the trait's getter, as `timeout` does.
+    /// assert!(Tool::effects(&df).read_only);
+    /// ```
+    #[must_use]
+    pub fn effects(mut self, effects: Effects) -> Self {
+        self.effects = effects;
         self
     }
 
@@ -169,13 +193,22 @@ impl CommandTool {
             .collect())
     }
 
-    async fn run(&self, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let values = Value::Object(self.values(&arguments)?);
-        let argv: Vec<String> = self
-            .command
+    /// The command with its placeholders filled from `values`.
+    fn fill(&self, values: &Value) -> Vec<String> {
+        self.command
             .iter()
-            .map(|element| fill_placeholders(element, &values))
-            .collect();
+            .map(|element| fill_placeholders(element, values))
+            .collect()
+    }
+
+    /// The argv a call with `arguments` runs, once they hold to the schema:
+    /// what `call` runs and what the policy reads, from one place.
+    fn argv(&self, arguments: &Value) -> Result<Vec<String>, ToolError> {
+        Ok(self.fill(&Value::Object(self.values(arguments)?)))
+    }
+
+    async fn run(&self, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let argv = self.argv(&arguments)?;
         let child = tokio::process::Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::null())
@@ -231,6 +264,10 @@ impl CommandTool {
     /// timeout = "10s"            # optional; ms, s, m
     /// max_output = 4000          # optional, characters
     /// confirm = "Ping {host}?"   # optional; or true
+    /// read_only = true           # optional effects, for the permission
+    /// destructive = false        #   rules' defaults (all false by default)
+    /// idempotent = true
+    /// open_world = true
     /// [tool.params.host]
     /// type = "string"            # string, integer, number, boolean
     /// description = "Host name or address."
@@ -265,6 +302,14 @@ impl CommandTool {
             timeout: Option<String>,
             max_output: Option<usize>,
             confirm: Option<Confirm>,
+            #[serde(default)]
+            read_only: bool,
+            #[serde(default)]
+            destructive: bool,
+            #[serde(default)]
+            idempotent: bool,
+            #[serde(default)]
+            open_world: bool,
             #[serde(default)]
             params: BTreeMap<String, ParamEntry>,
         }
@@ -305,6 +350,12 @@ impl CommandTool {
                     Some(Confirm::Prompt(prompt)) => tool = tool.confirm(prompt),
                     Some(Confirm::Ask(false)) | None => {}
                 }
+                let mut effects = Effects::NONE;
+                effects.read_only = entry.read_only;
+                effects.destructive = entry.destructive;
+                effects.idempotent = entry.idempotent;
+                effects.open_world = entry.open_world;
+                tool = tool.effects(effects);
                 tool.check()?;
                 Ok(tool)
             })
@@ -342,6 +393,20 @@ impl Tool for CommandTool {
             .map(|t| fill_placeholders(t, arguments))
     }
 
+    fn effects(&self) -> Effects {
+        self.effects
+    }
+
+    fn command_line(&self, arguments: &Value) -> Option<Vec<String>> {
+        // Arguments that fail the checks never run; read them as given all
+        // the same, so the call is still judged as a command, never as a
+        // tool that runs nothing.
+        Some(
+            self.argv(arguments)
+                .unwrap_or_else(|_| self.fill(arguments)),
+        )
+    }
+
     fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
         self.values(arguments).map(drop)
     }
@@ -358,5 +423,56 @@ impl Tool for CommandTool {
         } else {
             Err(format!("needs `{program}`, which is not on PATH here"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_the_argv_the_call_runs() {
+        let tool = CommandTool::new(
+            "commit",
+            "Commit.",
+            ["git", "commit", "-m", "{message}", "-n{count}"],
+        )
+        .param("message", ParamKind::String, "Message.", true)
+        .param("count", ParamKind::Integer, "Count.", false);
+        let line = tool.command_line(&json!({"message": "a b; rm -rf /", "count": 3}));
+        assert_eq!(
+            line.unwrap(),
+            ["git", "commit", "-m", "a b; rm -rf /", "-n3"]
+        );
+        // An optional parameter left out is filled as `call` fills it.
+        assert_eq!(
+            tool.command_line(&json!({"message": "x"})).unwrap()[4],
+            "-n"
+        );
+        // Arguments that fail the checks are still a command line.
+        assert!(tool.command_line(&json!({"message": 5})).is_some());
+    }
+
+    #[test]
+    fn effects_come_from_the_builder_and_the_tools_file() {
+        let tool = CommandTool::new("df", "Free space.", ["df"]).effects(Effects::READ_ONLY);
+        assert_eq!(Tool::effects(&tool), Effects::READ_ONLY);
+        let tools = CommandTool::parse(
+            "[[tool]]\nname = \"wipe\"\ndescription = \"Wipe.\"\ncommand = [\"shred\", \"x\"]\n\
+             destructive = true\nidempotent = true\n",
+        )
+        .unwrap();
+        assert_eq!(Tool::effects(&tools[0]), Effects::DESTRUCTIVE.idempotent());
+        let tools = CommandTool::parse(
+            "[[tool]]\nname = \"df\"\ndescription = \"Df.\"\ncommand = [\"df\"]\nread_only = true\nopen_world = false\n",
+        )
+        .unwrap();
+        assert_eq!(Tool::effects(&tools[0]), Effects::READ_ONLY);
+        let error = CommandTool::parse(
+            "[[tool]]\nname = \"df\"\ndescription = \"Df.\"\ncommand = [\"df\"]\nread_only = \"yes\"\n",
+        )
+        .err()
+        .unwrap();
+        assert!(error.contains("read_only"), "{error}");
     }
 }
