@@ -45,6 +45,8 @@ guides! {
     // docs/history.md: `SqliteHistory` and context policies.
     #[cfg(feature = "sqlite")]
     mod history;
+    // docs/permissions.md: rules, decisions, deferred approvals.
+    mod permissions;
     // docs/providers.md: servers, settings, retries, health, other dialects.
     mod providers;
     // docs/testing.md: `MockProvider` scripts and what to assert.

@@ -36,6 +36,9 @@ mod builtins;
 mod bot;
 // `confirm::channel`: questions answered from another task.
 mod confirm_channel;
+// The permission rules: every row of the guide's table, patterns, paths,
+// the shell reader's tricks, and properties no combination may break.
+mod policy;
 // The endpoint every HTTP dialect shares: observers, headers, keys kept out
 // of sight, and context windows read from each kind of server's metadata.
 #[cfg(all(

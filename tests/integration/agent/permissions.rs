@@ -63,7 +63,7 @@ async fn a_rule_that_denies_stops_the_call_and_the_model_reads_which_rule() {
     let agent = Agent::builder()
         .provider(mock.clone())
         .tool(writer(&ran))
-        .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret*")))
+        .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret/**")))
         .confirm(handler)
         .build();
     let reply = agent.handle("a", "write it").await.unwrap();
@@ -129,7 +129,7 @@ async fn edited_arguments_run_and_edits_into_a_denied_call_are_refused() {
     let agent = Agent::builder()
         .provider(calls(&["/tmp/a", "/tmp/b", "/tmp/c"]))
         .tool(writer(&ran).confirm("Write {path}?"))
-        .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret*")))
+        .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret/**")))
         .confirm(handler)
         .build();
     let reply = agent.handle("a", "go").await.unwrap();
@@ -207,7 +207,7 @@ async fn an_approval_never_beats_a_written_deny() {
     let agent = Agent::builder()
         .provider(calls(&["/secret/x"]))
         .tool(writer(&ran))
-        .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret*")))
+        .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret/**")))
         .build();
     agent
         .history()
@@ -437,7 +437,7 @@ proptest! {
             let agent = Agent::builder()
                 .provider(mock.clone())
                 .tool(writer(&ran).confirm("Write {path}?"))
-                .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret*")))
+                .policy(Policy::new().rule(Rule::deny("write").argument("path", "/secret/**")))
                 .confirm(handler)
                 .build();
             for (path, _, later) in &steps {
