@@ -63,6 +63,7 @@ impl LoadedConfig {
                     .build(),
             )
             .tool_timeout(Duration::from_secs(settings.tool_timeout_secs))
+            .while_busy(settings.while_busy.into())
             .history(history)
             .confirm(confirm)
             .notifier(notifier)
