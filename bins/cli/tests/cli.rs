@@ -763,10 +763,14 @@ async fn stop_in_the_chat_says_nothing_is_running() {
     let home = Home::new("cli-chat-stop");
     let server = llm(vec![text_sse("Hello.")]).await;
     let url = format!("{}/v1", server.uri());
-    let output = chat(&home, &url, b"/stop
+    let output = chat(
+        &home,
+        &url,
+        b"/stop
 hi
 exit
-");
+",
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stdout(&output).contains("Nothing is running."),
