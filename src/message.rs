@@ -61,6 +61,13 @@ pub struct Message {
     /// turn of its own ([`starts_turn`](Self::starts_turn)).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub correction: bool,
+    /// Set on what a user said while a turn ran and the agent entered into
+    /// that turn ([`WhileBusy::Steer`](crate::agent::WhileBusy::Steer)): a
+    /// user message inside a turn, which starts no turn of its own
+    /// ([`starts_turn`](Self::starts_turn)), so `/undo` takes it back with
+    /// the turn it steered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steering: bool,
 }
 
 /// A piece of a [`Message`].
@@ -213,6 +220,7 @@ impl Message {
             interrupted: false,
             summary: false,
             correction: false,
+            steering: false,
         }
     }
 
@@ -258,11 +266,27 @@ impl Message {
         message
     }
 
+    /// What the user said while a turn ran, entered into that turn: a user
+    /// message marked [`steering`](Self::steering).
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::Message;
+    /// let message = Message::steering("use the staging server instead");
+    /// assert!(message.steering);
+    /// assert!(!message.starts_turn());
+    /// ```
+    pub fn steering(text: impl Into<String>) -> Self {
+        let mut message = Self::user(text);
+        message.steering = true;
+        message
+    }
+
     /// Whether the message starts a turn: a user's own message, not a
-    /// summary or a correction. Where `/undo`, compaction and the image
-    /// policy count turns from.
+    /// summary, a correction or a steering message. Where `/undo`,
+    /// compaction and the image policy count turns from.
     pub fn starts_turn(&self) -> bool {
-        self.role == Role::User && !self.summary && !self.correction
+        self.role == Role::User && !self.summary && !self.correction && !self.steering
     }
 
     /// Marks the message as cut short by a cancelled turn.

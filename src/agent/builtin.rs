@@ -5,7 +5,7 @@
 /// tool of the same name (the tool loses its slash command and its menu
 /// entry, the model can still call it, and `/help` says so).
 ///
-/// The agent answers `/help` and `/undo` in [`Agent::handle`](super::Agent::handle)
+/// The agent answers `/help`, `/undo` and `/stop` in [`Agent::handle`](super::Agent::handle)
 /// and [`Agent::stream`](super::Agent::stream). `/new` belongs to the front
 /// end, which owns the mapping from a chat to its conversation: `bot::serve`
 /// and the `ferrobot` CLI answer it; an agent that is sent `/new` says so.
@@ -17,13 +17,16 @@
 /// assert_eq!(Builtin::parse("/new@my_bot please"), Some(Builtin::New));
 /// assert_eq!(Builtin::parse("/disk_usage path=/"), None);
 /// let menu: Vec<&str> = Builtin::ALL.iter().map(|b| b.name()).collect();
-/// assert_eq!(menu, ["new", "undo", "help"]);
+/// assert_eq!(menu, ["new", "stop", "undo", "help"]);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Builtin {
     /// `/new`: start a fresh conversation in this chat (the front end's).
     New,
+    /// `/stop`: stop the conversation's running turn, keeping what it wrote
+    /// ([`Agent::stop`](super::Agent::stop)).
+    Stop,
     /// `/undo`: take back the conversation's last turn.
     Undo,
     /// `/help`: list the commands.
@@ -32,12 +35,13 @@ pub enum Builtin {
 
 impl Builtin {
     /// Every built-in, in the order menus show them.
-    pub const ALL: [Builtin; 3] = [Builtin::New, Builtin::Undo, Builtin::Help];
+    pub const ALL: [Builtin; 4] = [Builtin::New, Builtin::Stop, Builtin::Undo, Builtin::Help];
 
     /// Its name, without the `/`.
     pub fn name(self) -> &'static str {
         match self {
             Builtin::New => "new",
+            Builtin::Stop => "stop",
             Builtin::Undo => "undo",
             Builtin::Help => "help",
         }
@@ -47,6 +51,7 @@ impl Builtin {
     pub fn description(self) -> &'static str {
         match self {
             Builtin::New => "Start a fresh conversation",
+            Builtin::Stop => "Stop the running turn",
             Builtin::Undo => "Take back your last message and its answer",
             Builtin::Help => "List the commands",
         }

@@ -97,6 +97,7 @@ use crate::provider::{FinishReason, ToolCallDelta};
 /// | `ToolCallFinished` | `tool result call_1 get_weather ok: 18 °C`, images after it: `… ok: The page: [image: image/png, 120 KB]` |
 /// | `Usage` | `usage 12 in / 5 out`, or `usage 12 in (8 cached) / 5 out (3 reasoning)` |
 /// | `PartialOutput` | `partial output {"name":"Ber"}` |
+/// | `Steered` | `steered "use the staging server"` |
 /// | `Done` | `done "It is 18 °C."`, or `done refusal "I can't."` |
 ///
 /// What the model writes in pieces (text, reasoning, refusal, a tool call's
@@ -170,6 +171,10 @@ pub enum AgentEvent {
     /// value of the answer's shape, with what hasn't come yet left out. Not
     /// checked: the checked answer is [`Reply::output`].
     PartialOutput(serde_json::Value),
+    /// The user said this while the turn ran, and it was entered into the
+    /// turn ([`WhileBusy::Steer`](super::WhileBusy::Steer)): the model
+    /// answers it next. What follows is a new answer.
+    Steered(String),
     /// The turn's reply. Last event of a successful turn.
     Done(Reply),
 }
@@ -326,6 +331,11 @@ pub struct Reply {
     /// stopped before them, and [`text`](Self::text) lists them. Answer
     /// them with [`Agent::resume`](super::Agent::resume). Empty otherwise.
     pub pending: Vec<crate::confirm::ConfirmRequest>,
+    /// Whether the message was entered into the conversation's running turn
+    /// instead of running a turn of its own
+    /// ([`WhileBusy::Steer`](super::WhileBusy::Steer)): then
+    /// [`text`](Self::text) only says so, and the running turn answers it.
+    pub steered: bool,
 }
 
 impl fmt::Display for AgentEvent {
@@ -381,6 +391,7 @@ impl fmt::Display for AgentEvent {
                 Ok(())
             }
             AgentEvent::PartialOutput(value) => write!(f, "partial output {value}"),
+            AgentEvent::Steered(text) => write!(f, "steered {text:?}"),
             AgentEvent::Done(reply) if reply.is_refusal => {
                 write!(f, "done refusal {:?}", reply.text)
             }

@@ -32,6 +32,7 @@ mod images;
 mod lock;
 mod output;
 mod request;
+mod running;
 mod slash;
 mod turn;
 mod undo;
@@ -52,9 +53,11 @@ pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome, Transcri
 pub use images::ImagePolicy;
 pub use output::{Output, OutputMode, OutputSchemaError};
 pub use request::TurnRequest;
+pub use running::WhileBusy;
 pub use slash::parse_arguments;
 
 use self::lock::ConversationLocks;
+use self::running::RunningTurns;
 use crate::confirm::{ConfirmHandler, Decision};
 use crate::error::{Error, Result};
 use crate::history::{HistoryStore, MemoryHistory};
@@ -106,6 +109,8 @@ pub(crate) struct Inner {
     tool_timeout: Duration,
     confirm_timeout: Option<Duration>,
     locks: ConversationLocks,
+    while_busy: WhileBusy,
+    running: RunningTurns,
     /// Exclusive tools take it for writing, all others for reading.
     exclusive: tokio::sync::RwLock<()>,
 }
@@ -188,6 +193,12 @@ impl Agent {
         /// Time-out for tools that don't set their own. By default, 60 s.
         #[builder(default = Duration::from_secs(60))]
         tool_timeout: Duration,
+        /// What a message does when it arrives while a turn of its
+        /// conversation runs, unless it says itself
+        /// ([`TurnRequest::while_busy`]). By default,
+        /// [`WhileBusy::Queue`]: it waits for that turn to end.
+        #[builder(default)]
+        while_busy: WhileBusy,
     ) -> Agent {
         check_state(&tools, &state);
         let registry = ToolRegistry::new();
@@ -214,6 +225,8 @@ impl Agent {
                 tool_timeout,
                 confirm_timeout,
                 locks: ConversationLocks::default(),
+                while_busy,
+                running: RunningTurns::default(),
                 exclusive: tokio::sync::RwLock::new(()),
             }),
         }
@@ -452,6 +465,36 @@ impl Agent {
     /// ```
     pub async fn undo(&self, conversation: &str) -> Result<Option<String>> {
         undo::undo(&self.inner, &conversation.into(), &CancellationToken::new()).await
+    }
+
+    /// Stops the conversation's running turn, as `/stop` does from a chat:
+    /// what it wrote so far is kept, marked interrupted, and the turn ends
+    /// with [`Error::Cancelled`]. Returns false when no turn of the
+    /// conversation runs; a turn still waiting for the running one is not
+    /// touched. Only turns of this process are seen (of this agent and its
+    /// clones).
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use std::time::Duration;
+    /// use ferrobot::{Agent, Error, testing::{MockProvider, MockTurn}};
+    ///
+    /// let mock = MockProvider::new().then(MockTurn::new().text("too late").delay(Duration::from_secs(60)));
+    /// let agent = Agent::builder().provider(mock).build();
+    /// assert!(!agent.stop("alice"));
+    /// let turn = tokio::spawn({
+    ///     let agent = agent.clone();
+    ///     async move { agent.handle("alice", "count to a billion").await }
+    /// });
+    /// while !agent.stop("alice") {
+    ///     tokio::task::yield_now().await;
+    /// }
+    /// assert!(matches!(turn.await.unwrap(), Err(Error::Cancelled)));
+    /// # }
+    /// ```
+    pub fn stop(&self, conversation: &str) -> bool {
+        self.inner.running.stop(conversation)
     }
 
     /// The agent's history store.

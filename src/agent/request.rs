@@ -1,6 +1,7 @@
 //! What one turn is given.
 
 use super::output::Output;
+use super::running::WhileBusy;
 use crate::confirm::Decision;
 use crate::message::Image;
 
@@ -40,6 +41,9 @@ pub struct TurnRequest {
     /// Decisions on the calls of the conversation's pending turn, by call
     /// id ([`TurnRequest::resume`]); `None` for a new message.
     pub decisions: Option<Vec<(String, Decision)>>,
+    /// What happens to it when a turn of the conversation is running; `None`
+    /// for the agent's own ([`AgentBuilder::while_busy`](super::AgentBuilder::while_busy)).
+    pub while_busy: Option<WhileBusy>,
 }
 
 impl TurnRequest {
@@ -101,6 +105,21 @@ impl TurnRequest {
     #[must_use]
     pub fn output(mut self, output: Output) -> Self {
         self.output = Some(output);
+        self
+    }
+
+    /// Says what happens to the message when a turn of the conversation is
+    /// running, for this message only.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::agent::{TurnRequest, WhileBusy};
+    /// let request = TurnRequest::new("stop, use the other file").while_busy(WhileBusy::Steer);
+    /// assert_eq!(request.while_busy, Some(WhileBusy::Steer));
+    /// ```
+    #[must_use]
+    pub fn while_busy(mut self, mode: WhileBusy) -> Self {
+        self.while_busy = Some(mode);
         self
     }
 }

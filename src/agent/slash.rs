@@ -34,6 +34,10 @@ pub(super) async fn run(
             return text_reply(super::undo::reply(inner, conversation, cancel).await);
         }
         Some(Builtin::New) => return text_reply(NEW_ELSEWHERE.to_owned()),
+        Some(Builtin::Stop) => {
+            let stopped = inner.running.stop(conversation);
+            return text_reply(if stopped { STOPPED } else { NOTHING_RUNNING }.to_owned());
+        }
         None => {}
     }
     let Some(tool) = inner.tools.get(name) else {
@@ -70,6 +74,10 @@ pub(super) async fn run(
 /// is in, and this one doesn't offer a fresh one.
 const NEW_ELSEWHERE: &str =
     "/new is not offered here: this program keeps its conversations itself.";
+
+/// What `/stop` answers when it stopped a turn, and when none was running.
+pub(crate) const STOPPED: &str = "Stopped.";
+pub(crate) const NOTHING_RUNNING: &str = "Nothing is running.";
 
 fn text_reply(text: String) -> Reply {
     Reply {

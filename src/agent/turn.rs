@@ -10,6 +10,7 @@ use tracing::Instrument;
 use super::answer::{Typed, Verdict, Watch};
 use super::budget::{Limit, Spent};
 use super::event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
+use super::running::{RunningTurn, WhileBusy};
 use super::{EventSink, Inner, TurnRequest, exec, slash};
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::error::{Error, PendingError, Result};
@@ -50,21 +51,90 @@ pub(super) async fn run(
             )
         })
         .transpose()?;
+    let start = match &request.decisions {
+        // Decisions continue the waiting turn; they steer nothing.
+        Some(decisions) => Start::Resume(decisions),
+        None => {
+            let mode = request.while_busy.unwrap_or(inner.while_busy);
+            match busy(inner, &conversation, mode, user_message(request)) {
+                Ok(reply) => return Ok(reply),
+                Err(message) => Start::Message(message),
+            }
+        }
+    };
+    let _turn = tokio::select! {
+        guard = inner.locks.lock(&conversation) => guard,
+        () = cancel.cancelled() => return Err(Error::Cancelled),
+    };
+    let running = inner.running.start(&conversation, cancel);
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
     let turn = Turn {
         inner,
-        conversation,
+        conversation: Arc::clone(&conversation),
         user,
         sink,
-        cancel,
+        cancel: running.cancellation(),
+        running: &running,
         usage: Usage::default(),
         records: Vec::new(),
         bad_arguments: HashMap::new(),
         typed,
     };
-    match &request.decisions {
-        Some(decisions) => turn.resume(decisions).instrument(span).await,
-        None => turn.run(user_message(request)).instrument(span).await,
+    let ended = match start {
+        Start::Message(message) => turn.run(message).instrument(span).await,
+        Start::Resume(decisions) => turn.resume(decisions).instrument(span).await,
+    };
+    keep_unread(inner, &conversation, &running).await;
+    ended
+}
+
+/// How a turn starts: with the user's message, or with decisions on the
+/// calls its conversation's waiting turn stopped before.
+enum Start<'r> {
+    Message(Message),
+    Resume(&'r [(String, Decision)]),
+}
+
+/// What a message does while a turn of its conversation may be running:
+/// steered into it (its reply comes at once), or it stops that turn, or
+/// waits. Gives the message back when it must run as a turn of its own.
+fn busy(
+    inner: &Inner,
+    conversation: &str,
+    mode: WhileBusy,
+    message: Message,
+) -> std::result::Result<Reply, Message> {
+    match mode {
+        WhileBusy::Steer => {
+            inner.running.steer(conversation, message)?;
+            Ok(Reply {
+                text: STEERED.to_owned(),
+                steered: true,
+                ..Reply::default()
+            })
+        }
+        WhileBusy::Interrupt => {
+            inner.running.stop(conversation);
+            Err(message)
+        }
+        WhileBusy::Queue => Err(message),
+    }
+}
+
+/// What a steered message's own reply says.
+const STEERED: &str = "Added to the running turn.";
+
+/// Stores what was said to a turn that ended without reading it, as the
+/// user wrote it: nothing the user said is lost, and the next turn's model
+/// sees it. A store that fails here is logged: the turn's own outcome is
+/// what the caller needs.
+async fn keep_unread(inner: &Inner, conversation: &Arc<str>, running: &RunningTurn<'_>) {
+    let unread = running.close();
+    if unread.is_empty() {
+        return;
+    }
+    if let Err(error) = inner.history.append(conversation, &unread).await {
+        tracing::warn!(%conversation, error = %crate::error::chain(&error), lost = unread.len(), "could not keep messages said while the turn ended");
     }
 }
 
@@ -74,6 +144,8 @@ struct Turn<'a, S> {
     user: Option<&'a str>,
     sink: &'a S,
     cancel: &'a CancellationToken,
+    /// Where messages said while the turn runs wait ([`WhileBusy::Steer`]).
+    running: &'a RunningTurn<'a>,
     usage: Usage,
     records: Vec<ToolCallRecord>,
     /// How often each tool got invalid arguments this turn.
@@ -91,10 +163,6 @@ enum CallEnd {
 
 impl<S: EventSink> Turn<'_, S> {
     async fn run(self, user: Message) -> Result<Reply> {
-        let _turn = tokio::select! {
-            guard = self.inner.locks.lock(&self.conversation) => guard,
-            () = self.cancel.cancelled() => return Err(Error::Cancelled),
-        };
         if let Some(pending) = self.inner.history.pending(&self.conversation).await? {
             return Err(PendingError::Waiting {
                 calls: pending.waiting.iter().map(|w| named(&w.call)).collect(),
@@ -114,10 +182,6 @@ impl<S: EventSink> Turn<'_, S> {
     /// Continues the turn that waited for decisions: runs (or refuses) its
     /// waiting calls as decided, stores the round whole, and goes on.
     async fn resume(mut self, decisions: &[(String, Decision)]) -> Result<Reply> {
-        let _turn = tokio::select! {
-            guard = self.inner.locks.lock(&self.conversation) => guard,
-            () = self.cancel.cancelled() => return Err(Error::Cancelled),
-        };
         let pending = self
             .inner
             .history
@@ -234,6 +298,12 @@ impl<S: EventSink> Turn<'_, S> {
             let calls: Vec<ToolCall> = assembled.message.tool_calls().cloned().collect();
             if calls.is_empty() {
                 self.store(std::slice::from_ref(&assembled.message)).await?;
+                if self
+                    .steer_after_answer(&assembled.message, &mut history)
+                    .await?
+                {
+                    continue;
+                }
                 return Ok(self.reply(assembled));
             }
             let results = if let Some(limit) = limit {
@@ -308,8 +378,42 @@ impl<S: EventSink> Turn<'_, S> {
                 return Ok(reply);
             }
             history.extend(step);
+            self.steer_in(&mut history).await?;
             round += 1;
         }
+    }
+
+    /// Enters what the user said since the last step, as one steering
+    /// message after the step's tool results: the model reads it before its
+    /// next step.
+    async fn steer_in(&self, history: &mut Vec<Message>) -> Result<()> {
+        if let Some(steering) = self.running.take() {
+            self.enter(steering, history).await?;
+        }
+        Ok(())
+    }
+
+    /// After an answer (already stored): when the user said something
+    /// meanwhile, it follows the answer and the model answers again (true);
+    /// else the inbox closes and the turn can end.
+    async fn steer_after_answer(
+        &self,
+        answer: &Message,
+        history: &mut Vec<Message>,
+    ) -> Result<bool> {
+        let Some(steering) = self.running.take_or_close() else {
+            return Ok(false);
+        };
+        history.push(answer.clone());
+        self.enter(steering, history).await?;
+        Ok(true)
+    }
+
+    async fn enter(&self, steering: Message, history: &mut Vec<Message>) -> Result<()> {
+        self.store(std::slice::from_ref(&steering)).await?;
+        self.sink.emit(AgentEvent::Steered(steering.text())).await;
+        history.push(steering);
+        Ok(())
     }
 
     /// Shortens old tool outputs, then summarises what came before the
@@ -623,6 +727,7 @@ impl<S: EventSink> Turn<'_, S> {
             finish_reason: assembled.finish,
             output: None,
             pending: Vec::new(),
+            steered: false,
         }
     }
 }

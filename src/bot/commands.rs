@@ -102,7 +102,7 @@ pub enum OptionKind {
 /// registry.register(from_fn("uptime", "How long the machine has run.", |_: serde_json::Value, _| async { "3 days" }));
 /// registry.register(from_fn("help", "A tool the built-in /help shadows.", |_: serde_json::Value, _| async { "" }));
 /// let names: Vec<String> = menu(&registry).into_iter().map(|c| c.name).collect();
-/// assert_eq!(names, ["new", "undo", "help", "uptime"]);
+/// assert_eq!(names, ["new", "stop", "undo", "help", "uptime"]);
 /// ```
 pub fn menu(tools: &ToolRegistry) -> Vec<CommandSpec> {
     Builtin::ALL

@@ -156,7 +156,11 @@ pub(super) async fn answer(
             // Text written before a tool call is finished where it stands; the
             // answer after the tool runs goes in a message of its own, below
             // any confirmation prompt.
-            Some(Ok(AgentEvent::ToolCallStarted(_))) => reply.finish(None).await,
+            // The same for an answer the user steered (`WhileBusy::Steer`):
+            // the answer to what they added follows in a message of its own.
+            Some(Ok(AgentEvent::ToolCallStarted(_) | AgentEvent::Steered(_))) => {
+                reply.finish(None).await;
+            }
             Some(Ok(AgentEvent::Done(done))) => {
                 // A slash command's tool output is shown as it came, not read
                 // as Markdown (`__init__.py`, `# comment`, column layouts).
@@ -178,6 +182,12 @@ pub(super) async fn answer(
                 break;
             }
             Some(Ok(_)) => {}
+            // Stopped (`/stop`, the Stop button, a message that interrupts):
+            // what streamed stays, and whoever stopped it has their answer.
+            Some(Err(crate::Error::Cancelled)) => {
+                reply.finish(None).await;
+                break;
+            }
             Some(Err(error)) => {
                 tracing::warn!(%conversation, error = %crate::error::chain(&error), "turn failed");
                 reply.finish(None).await;

@@ -11,7 +11,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
     Recording, assemble, bodies, body_for, forecast_format, image_conversation, last_round_bodies,
-    recordings, refused, request_body, weather_tools,
+    recordings, refused, request_body, steered_conversation, weather_tools,
 };
 
 fn client(server: &MockServer) -> Anthropic {
@@ -412,4 +412,20 @@ async fn an_image_over_five_megabytes_is_refused_before_sending() {
          `call_1`, message 3) is 5.2 MB as base64, over the 5 MB per image Anthropic's API \
          takes: resize or compress it"
     );
+}
+
+/// A steering message after a tool's results joins their user turn: the
+/// API refuses two user turns in a row, and the results must come first.
+#[tokio::test]
+async fn a_steering_message_joins_the_tool_results_turn() {
+    let server = answering("Staging next.").await;
+    let body = body_for(&client(&server), &server, &steered_conversation()).await;
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| turn["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    insta::assert_json_snapshot!("anthropic_steering", body["messages"]);
 }

@@ -10,7 +10,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
     Recording, assemble, bodies, body_for, forecast_format, image_conversation, last_round_bodies,
-    recordings, refused, request_body, weather_tools,
+    recordings, refused, request_body, steered_conversation, weather_tools,
 };
 
 const STREAM: &str = "/v1beta/models/gemini-test:streamGenerateContent";
@@ -408,4 +408,20 @@ async fn an_image_url_is_refused_before_sending() {
          (https://example.com/cat.png): Gemini's API needs the image's bytes, and ferrobot \
          never fetches an image: download it and send `Image::from_bytes(…)`"
     );
+}
+
+/// A steering message after a tool's results joins their user turn: the
+/// API refuses two user turns in a row, and the results must come first.
+#[tokio::test]
+async fn a_steering_message_joins_the_tool_results_turn() {
+    let server = answering_any_model("Staging next.").await;
+    let body = body_for(&client(&server), &server, &steered_conversation()).await;
+    let roles: Vec<&str> = body["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| turn["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "model", "user"]);
+    insta::assert_json_snapshot!("gemini_steering", body["contents"]);
 }

@@ -267,3 +267,24 @@ pub(crate) async fn refused(
     );
     error
 }
+
+/// A conversation steered mid-turn, for the request-body tests: the user's
+/// message, a tool call, its result, then a steering message (what the user
+/// said while the tool ran). Dialects whose turns alternate must merge the
+/// tool result and the steering message into one user turn.
+pub(crate) fn steered_conversation() -> Vec<Message> {
+    use ferrobot::{Part, Role, ToolCall, ToolResult};
+    vec![
+        Message::user("Deploy the site."),
+        Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCall::new(
+                "call_1",
+                "deploy",
+                serde_json::json!({"target": "production"}),
+            ))],
+        ),
+        Message::tool_results([ToolResult::ok("call_1", "Deployed to production.")]),
+        Message::steering("Then staging too."),
+    ]
+}

@@ -65,6 +65,7 @@ impl LoadedConfig {
             )
             .tool_timeout(Duration::from_secs(settings.tool_timeout_secs))
             .policy(self.policy())
+            .while_busy(settings.while_busy.into())
             .history(history)
             .confirm(confirm)
             .notifier(notifier)

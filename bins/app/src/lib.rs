@@ -25,7 +25,7 @@ pub mod trace;
 
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, Dialect, DiscordConfig, HistoryConfig,
-    LlmConfig, LoadedConfig, PermissionsConfig, Secret, TelegramConfig, ToolsConfig,
+    LlmConfig, LoadedConfig, PermissionsConfig, Secret, TelegramConfig, ToolsConfig, WhileBusyMode,
     user_config_file, user_data_dir,
 };
 pub use retry::{Retry, retry};

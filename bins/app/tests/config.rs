@@ -310,3 +310,37 @@ fn a_bad_permission_rule_is_named_by_its_number_and_key() {
         Ok(())
     });
 }
+
+/// `agent.while_busy` picks what a message does while its chat's turn runs;
+/// a mode it doesn't know is refused, naming the key and the modes.
+#[test]
+fn while_busy_names_the_mode_and_refuses_others() {
+    Jail::expect_with(|jail| {
+        let defaults = Config::load(&ConfigSource::defaults_only()).map_err(|e| e.to_string())?;
+        assert_eq!(
+            defaults.config.agent.while_busy,
+            ferrobot_app::WhileBusyMode::Queue
+        );
+        jail.create_file("steer.toml", "[agent]\nwhile_busy = \"steer\"\n")?;
+        let loaded =
+            Config::load(&ConfigSource::new().file("steer.toml")).map_err(|e| e.to_string())?;
+        assert_eq!(
+            loaded.config.agent.while_busy,
+            ferrobot_app::WhileBusyMode::Steer
+        );
+        let mode: ferrobot::agent::WhileBusy = loaded.config.agent.while_busy.into();
+        assert_eq!(mode, ferrobot::agent::WhileBusy::Steer);
+
+        jail.create_file("bad.toml", "[agent]\nwhile_busy = \"wait\"\n")?;
+        let error = Config::load(&ConfigSource::new().file("bad.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("agent.while_busy")
+                && error.contains("`queue`, `steer`, `interrupt`")
+                && error.contains("bad.toml"),
+            "{error}"
+        );
+        Ok(())
+    });
+}

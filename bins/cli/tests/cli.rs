@@ -755,6 +755,38 @@ async fn new_in_the_chat_starts_a_fresh_conversation() {
     assert_eq!(stdout(&listed).lines().count(), 2, "{}", stdout(&listed));
 }
 
+/// Turns in the chat run one after another, so `/stop` between them finds
+/// nothing to stop (Ctrl-C stops the one in progress) and never reaches
+/// the model.
+#[tokio::test]
+async fn stop_in_the_chat_says_nothing_is_running() {
+    let home = Home::new("cli-chat-stop");
+    let server = llm(vec![text_sse("Hello.")]).await;
+    let url = format!("{}/v1", server.uri());
+    let output = chat(
+        &home,
+        &url,
+        b"/stop
+hi
+exit
+",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Nothing is running."),
+        "{}",
+        stdout(&output)
+    );
+    let posts = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(posts, 1, "/stop never reaches the model");
+}
+
 /// One `ferrobot run` against the real llama.cpp server of
 /// `../shared/realserver`: its tiny model calls one of the system tools,
 /// then answers from the result.

@@ -8,13 +8,23 @@ use std::time::Duration;
 use ferrobot::bot::{Channel, ChannelError, CommandSpec, Handler, Length};
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::future::BoxFuture;
+use teloxide::payloads::setters::*;
 use teloxide::prelude::Requester;
 use teloxide::requests::HasPayload as _;
-use teloxide::types::{ChatAction, MessageId};
+use teloxide::types::{ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId};
 use teloxide::{ApiError, RequestError};
 
 use crate::place::Place;
 use crate::{MESSAGE_LIMIT, Telegram};
+
+/// What a pressed Stop button sends back (`Inner::dispatch` reads it).
+pub(crate) const STOP: &str = "stop";
+
+/// The Stop button under a reply being written. The finished reply is an
+/// edit without it, and Telegram drops a keyboard an edit doesn't repeat.
+fn stop_button() -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback("⏹ Stop", STOP)]])
+}
 
 impl Channel for Telegram {
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
@@ -48,7 +58,11 @@ impl Channel for Telegram {
             let sent = if done {
                 self.inner.send_formatted(place, text).await
             } else {
-                self.inner.message(place, text).await.map(|m| m.id)
+                self.inner
+                    .message(place, text)
+                    .reply_markup(stop_button())
+                    .await
+                    .map(|m| m.id)
             };
             sent.map(|id| id.0.to_string())
                 .map_err(|e| self.inner.channel_error(&e))
@@ -75,7 +89,8 @@ impl Channel for Telegram {
                 self.inner.edit_text(chat, message, text, true).await
             } else {
                 // A draft is tried once (see `post`).
-                match self.inner.bot.edit_message_text(chat, message, text).await {
+                let draft = self.inner.bot.edit_message_text(chat, message, text);
+                match draft.reply_markup(stop_button()).await {
                     Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
                     Err(error) => Err(error),
                 }

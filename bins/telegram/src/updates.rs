@@ -8,15 +8,21 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use ferrobot::agent::Builtin;
 use ferrobot::bot::{ChannelError, Handler, Incoming};
 use ferrobot_app::lock;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
-use teloxide::prelude::Requester;
-use teloxide::types::{AllowedUpdate, Message, MessageKind, Update, UpdateKind};
+use teloxide::payloads::setters::*;
+use teloxide::prelude::{Request as _, Requester};
+use teloxide::types::{
+    AllowedUpdate, CallbackQuery, MaybeInaccessibleMessage, Message, MessageKind, Update,
+    UpdateKind,
+};
 use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, RequestError};
 
+use crate::channel::STOP;
 use crate::files::Files;
 use crate::place::Place;
 use crate::{Inner, REFUSAL, Telegram};
@@ -90,6 +96,10 @@ impl Inner {
     fn dispatch(self: &Arc<Self>, update: Update, handler: &Handler) {
         let said = match update.kind {
             UpdateKind::Message(message) => Said::of(&message),
+            UpdateKind::CallbackQuery(query) if query.data.as_deref() == Some(STOP) => {
+                self.stop_pressed(query, handler);
+                None
+            }
             UpdateKind::CallbackQuery(query) => {
                 let inner = Arc::clone(self);
                 tokio::spawn(async move { inner.pressed(query).await });
@@ -106,6 +116,41 @@ impl Inner {
             Some(album) => self.gather(album, said, handler),
             None => self.admit(said, handler),
         }
+    }
+
+    /// A press of the Stop button under a reply being written: `/stop` from
+    /// the presser, in the chat it was pressed in, so the agent answers it
+    /// as the built-in. Only the allowed users may stop a turn.
+    fn stop_pressed(self: &Arc<Self>, query: CallbackQuery, handler: &Handler) {
+        let presser = query.from.id.0;
+        let place = match &query.message {
+            Some(MaybeInaccessibleMessage::Regular(message)) => {
+                Some(Place::of(message).to_string())
+            }
+            Some(other) => Some(other.chat().id.to_string()),
+            None => None,
+        };
+        let allowed = self.is_allowed(presser);
+        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
+        tokio::spawn(async move {
+            let refusal = (!allowed).then_some("Only the people this bot answers can stop it.");
+            let acknowledged = inner
+                .call("answerCallbackQuery", || {
+                    let request = inner.bot.answer_callback_query(query.id.clone());
+                    match refusal {
+                        Some(text) => request.text(text).send(),
+                        None => request.send(),
+                    }
+                })
+                .await;
+            if let Err(error) = acknowledged {
+                tracing::debug!(error = %inner.redact(&error), "could not acknowledge a button press");
+            }
+            if let (true, Some(place)) = (allowed, place) {
+                let stop = format!("/{}", Builtin::Stop.name());
+                handler(Incoming::new(place, presser.to_string(), stop)).await;
+            }
+        });
     }
 
     /// Holds a message of an album (photos sent together arrive as one

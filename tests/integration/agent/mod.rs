@@ -30,6 +30,8 @@ mod images;
 mod permissions;
 // Slash commands: tools run without the model or the history.
 mod slash;
+// A running turn stopped, and messages said while it runs: steered, interrupting, queued.
+mod steering;
 // Tool rounds: results sent back, failures as results, disabled tools, state.
 mod tools;
 // Typed answers: the modes' round order, retries, partial values, refusals.

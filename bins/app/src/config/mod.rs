@@ -125,6 +125,36 @@ pub struct AgentConfig {
     /// Tokens the model may write in a turn (not 0). By default, no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_output_tokens: Option<u64>,
+    /// What a message does when it arrives while a turn of its chat runs:
+    /// `queue` (wait for it), `steer` (be read by it after its current
+    /// step) or `interrupt` (stop it, then run). By default, `queue`.
+    #[serde(default)]
+    pub while_busy: WhileBusyMode,
+}
+
+/// `agent.while_busy`, as the config names the agent's
+/// [`WhileBusy`](ferrobot::agent::WhileBusy) modes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum WhileBusyMode {
+    /// `queue`: the message waits for the running turn to end.
+    #[default]
+    Queue,
+    /// `steer`: the running turn reads it after its current step.
+    Steer,
+    /// `interrupt`: it stops the running turn, then runs.
+    Interrupt,
+}
+
+impl From<WhileBusyMode> for ferrobot::agent::WhileBusy {
+    fn from(mode: WhileBusyMode) -> Self {
+        match mode {
+            WhileBusyMode::Queue => Self::Queue,
+            WhileBusyMode::Steer => Self::Steer,
+            WhileBusyMode::Interrupt => Self::Interrupt,
+        }
+    }
 }
 
 /// `[history]`: where conversations are kept.
@@ -257,6 +287,7 @@ impl Default for Config {
                 budget_wall_time_secs: None,
                 budget_tool_output_bytes: None,
                 budget_output_tokens: None,
+                while_busy: WhileBusyMode::Queue,
             },
             history: HistoryConfig { path: None },
             tools: ToolsConfig { state_file: None, file: None },

@@ -46,6 +46,7 @@ async fn slash_commands_are_registered_typed_and_answered_through_the_interactio
         menu,
         json!([
             {"type": 1, "name": "new", "description": "Start a fresh conversation"},
+            {"type": 1, "name": "stop", "description": "Stop the running turn"},
             {"type": 1, "name": "undo", "description": "Take back your last message and its answer"},
             {"type": 1, "name": "help", "description": "List the commands"},
             {"type": 1, "name": "tail_log", "description": "Show the end of the log.", "options": [
@@ -88,7 +89,7 @@ async fn slash_commands_are_registered_typed_and_answered_through_the_interactio
     running.unwrap().tools().set_enabled("tail_log", false);
     let menu = rest
         .wait_for(&format!("PUT /api/v10/applications/{APP}/commands"), |m| {
-            m.as_array().unwrap().len() == 3
+            m.as_array().unwrap().len() == ferrobot::agent::Builtin::ALL.len()
         })
         .await;
     assert!(!menu.to_string().contains("tail_log"), "{menu}");

@@ -1,6 +1,7 @@
 //! The `/` command menu: the tools Telegram can name, run as typed slash
 //! commands, and updated when a tool is switched off.
 
+use ferrobot::agent::Builtin;
 use ferrobot::testing::MockProvider;
 use ferrobot::tool::{IntoTool as _, from_fn};
 use ferrobot_testkit::agent;
@@ -42,6 +43,7 @@ async fn the_command_menu_lists_the_tools_telegram_can_name() {
         menu["commands"],
         json!([
             {"command": "new", "description": "Start a fresh conversation"},
+            {"command": "stop", "description": "Stop the running turn"},
             {"command": "undo", "description": "Take back your last message and its answer"},
             {"command": "help", "description": "List the commands"},
             {"command": "tail_log", "description": "Show the end of the log."},
@@ -64,7 +66,7 @@ async fn the_command_menu_lists_the_tools_telegram_can_name() {
     running.unwrap().tools().set_enabled("tail_log", false);
     let menu = api
         .wait_for("SetMyCommands", |m| {
-            m["commands"].as_array().unwrap().len() == 3
+            m["commands"].as_array().unwrap().len() == Builtin::ALL.len()
         })
         .await;
     assert!(!menu.to_string().contains("tail_log"), "{menu}");
