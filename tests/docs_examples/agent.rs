@@ -133,3 +133,16 @@ let reply = agent.handle("support", request).await?;
     assert!(!reply.text.is_empty());
     Ok(())
 }
+
+#[tokio::test]
+async fn steering() -> ferrobot::Result<()> {
+    use ferrobot::Agent;
+    let provider = MockProvider::replying("Switched to staging.");
+    use ferrobot::agent::WhileBusy;
+    let agent = Agent::builder().provider(provider).while_busy(WhileBusy::Steer).build();
+    let reply = agent.handle("alice", "use the staging server instead").await?;
+    if reply.steered { /* the running turn will read it */ }
+    // Nothing was running: it ran as a turn of its own.
+    assert!(!reply.steered);
+    Ok(())
+}
