@@ -51,7 +51,7 @@ pub struct DiskReport {
 
 /// Free and used space of mounted filesystems: all of them, or the one
 /// holding a path.
-#[tool]
+#[tool(read_only)]
 pub async fn disk_usage(
     /// A path (e.g. "/" or "/home/ann"): report only the filesystem holding it.
     path: Option<String>,
@@ -109,7 +109,7 @@ pub struct MemoryReport {
 }
 
 /// Memory and swap: total, used and available.
-#[tool]
+#[tool(read_only)]
 pub async fn memory() -> Result<MemoryReport, String> {
     let mut system = readable("memory", System::new())?;
     system.refresh_memory();
@@ -132,7 +132,7 @@ pub struct CpuReport {
 }
 
 /// Current CPU usage (measured over a moment) and the load averages.
-#[tool]
+#[tool(read_only)]
 pub async fn cpu_load() -> Result<CpuReport, String> {
     let mut system = readable("the CPUs", System::new())?;
     system.refresh_cpu_usage();
@@ -155,7 +155,7 @@ pub struct Temperature {
 }
 
 /// Temperatures of the CPU and other sensors, where this machine exposes them.
-#[tool]
+#[tool(read_only)]
 pub async fn temperatures() -> Result<Vec<Temperature>, String> {
     let components = readable(
         "the temperature sensors",
@@ -181,7 +181,7 @@ pub async fn temperatures() -> Result<Vec<Temperature>, String> {
 }
 
 /// How long this machine has been up.
-#[tool]
+#[tool(read_only)]
 pub async fn uptime() -> Result<String, String> {
     let seconds = readable("the uptime", System::uptime())?;
     let (days, hours, minutes) = (
@@ -215,7 +215,7 @@ pub struct ProcessReport {
 }
 
 /// The processes using the most CPU or memory.
-#[tool]
+#[tool(read_only)]
 pub async fn top_processes(
     /// Rank by "cpu" (the default) or "memory".
     by: Option<Ranking>,
@@ -254,7 +254,7 @@ pub struct InterfaceReport {
 }
 
 /// Network interfaces: addresses and traffic since boot.
-#[tool]
+#[tool(read_only)]
 pub async fn network_interfaces() -> Result<Vec<InterfaceReport>, String> {
     let networks = readable(
         "the network interfaces",
@@ -289,7 +289,7 @@ pub struct OsReport {
 }
 
 /// The operating system, kernel, hostname and architecture.
-#[tool]
+#[tool(read_only)]
 pub async fn os_info() -> OsReport {
     OsReport {
         name: System::name().ok(),

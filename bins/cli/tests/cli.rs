@@ -1215,7 +1215,7 @@ fn permissions_lists_the_rules_with_their_source_and_each_tools_default() {
     assert!(
         text.lines()
             .any(|l| l.trim_start().starts_with("disk_usage")
-                && l.contains("allow  no rule matched")),
+                && l.contains("allow  default: a read-only tool runs")),
         "{text}"
     );
     assert!(
@@ -1257,7 +1257,7 @@ fn permissions_test_says_what_decides_and_exits_by_the_answer() {
     std::fs::remove_file(home.path().join("ferrobot.toml")).unwrap();
     let allowed = ferrobot(&home, &["permissions", "test", "uptime"]);
     assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
-    assert_eq!(stdout(&allowed), "allow (no rule matched)\n");
+    assert_eq!(stdout(&allowed), "allow (default: a read-only tool runs)\n");
     let unknown = ferrobot(&home, &["permissions", "test", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
