@@ -45,7 +45,7 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
         .await;
     assert_eq!(
         question["content"],
-        "Reboot this machine?\n\nWhy: the tool asks first\n\nAlways: allow every call of `reboot` in this conversation"
+        "Reboot this machine?\n\nWhy: default: the tool asks first\n\nAlways: allow every call of `reboot` in this conversation"
     );
     let buttons = &question["components"][0]["components"];
     assert_eq!(buttons[0]["label"], "✅ Yes");

@@ -50,7 +50,7 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
         .await;
     assert_eq!(
         question["text"],
-        "Reboot this machine?\n\nWhy: the tool asks first\n\nAlways: allow every call of `reboot` in this conversation"
+        "Reboot this machine?\n\nWhy: default: the tool asks first\n\nAlways: allow every call of `reboot` in this conversation"
     );
     let buttons = &question["reply_markup"]["inline_keyboard"][0];
     assert_eq!(buttons[0]["text"], "✅ Yes");
