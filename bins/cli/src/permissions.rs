@@ -144,24 +144,20 @@ async fn open(loaded: &LoadedConfig) -> anyhow::Result<SqliteHistory> {
         .with_context(|| format!("opening the history at {}", path.display()))
 }
 
-/// Seconds since the Unix epoch as a UTC date and time, `2024-05-01 09:30 UTC`.
+/// Seconds since the Unix epoch as a UTC date and time, `2024-05-01 09:30 UTC`
+/// (a time no calendar holds as the number itself).
 fn utc(seconds: i64) -> String {
-    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60
-    )
+    match time::OffsetDateTime::from_unix_timestamp(seconds) {
+        Ok(at) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+            at.year(),
+            u8::from(at.month()),
+            at.day(),
+            at.hour(),
+            at.minute()
+        ),
+        Err(_) => format!("{seconds} s after 1970"),
+    }
 }
 
 #[cfg(test)]
