@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::pattern::{Mode, Pattern, is_path_pattern};
+use super::pattern::{self, Mode, Pattern, is_path_pattern};
 use super::shell::{Reading, read_argv};
 use super::{Approval, Layer, Permission, Policy, Rule, Scope, Verdict, floor, path};
 use crate::tool::Tool;
@@ -108,7 +108,7 @@ fn rules<'p>(
         .iter()
         .enumerate()
         .filter(|(_, rule)| {
-            Pattern::new(&rule.tool, Mode::Text).matches(tool)
+            pattern::matches(&rule.tool, tool, Mode::Text)
                 && rule
                     .arguments
                     .iter()
@@ -133,7 +133,7 @@ fn rules<'p>(
         candidates.iter().rev().copied().find(|(_, rule)| {
             rule.command
                 .as_deref()
-                .is_none_or(|p| Pattern::new(p, Mode::Text).matches(text))
+                .is_none_or(|p| pattern::matches(p, text, Mode::Text))
         })
     };
     let mut strictest: Option<(usize, &Rule)> = None;
@@ -185,7 +185,7 @@ fn argument_matches(pattern: &str, value: Option<&Value>) -> bool {
         Pattern::new(&path::canonical_pattern(pattern), Mode::Path)
             .matches(&canonical.to_string_lossy())
     } else {
-        Pattern::new(pattern, Mode::Text).matches(&text)
+        pattern::matches(pattern, &text, Mode::Text)
     }
 }
 

@@ -49,6 +49,20 @@ pub(crate) struct Pattern {
     problem: Option<String>,
 }
 
+/// Whether `text` matches the glob `pattern`: without a wildcard, whether
+/// they are equal; `*` alone in text mode matches anything. Most rules name
+/// tools by name, and every rule is matched for every call: those need no
+/// pattern built.
+pub(crate) fn matches(pattern: &str, text: &str, mode: Mode) -> bool {
+    if !pattern.contains(['*', '?', '[']) {
+        return pattern == text;
+    }
+    if pattern == "*" && mode == Mode::Text {
+        return true;
+    }
+    Pattern::new(pattern, mode).matches(text)
+}
+
 impl Pattern {
     /// Reads `text` in `mode`. Never fails: what can't be read is taken
     /// literally and recorded in [`problem`](Self::problem).
@@ -139,42 +153,36 @@ impl Pattern {
     pub(crate) fn matches(&self, text: &str) -> bool {
         let text: Vec<char> = text.chars().collect();
         let (n, m) = (self.tokens.len(), text.len());
-        // matched[i][j]: tokens[i..] match text[j..]. Filled from the end;
-        // quadratic at worst, for patterns and values of a few dozen
-        // characters (a backtracking matcher can go exponential on `*a*a*a`).
-        let mut matched = vec![vec![false; m + 1]; n + 1];
-        matched[n][m] = true;
+        // `next[j]`: whether tokens i+1.. match text[j..]; `here[j]` the
+        // same for tokens i.. — two rows of the table, not the whole table.
+        let mut next = vec![false; m + 1];
+        next[m] = true;
+        let mut here = vec![false; m + 1];
         let crosses = |c: char| self.mode == Mode::Text || c != '/';
-        for i in (0..n).rev() {
+        for token in self.tokens.iter().rev() {
             for j in (0..=m).rev() {
-                let here = text.get(j).copied();
-                matched[i][j] = match &self.tokens[i] {
-                    Token::Literal(c) => here == Some(*c) && matched[i + 1][j + 1],
-                    Token::One => here.is_some_and(crosses) && matched[i + 1][j + 1],
+                let at = text.get(j).copied();
+                let step = |rest: &[bool]| rest.get(j + 1).copied().unwrap_or(false);
+                here[j] = match token {
+                    Token::Literal(c) => at == Some(*c) && step(&next),
+                    Token::One => at.is_some_and(crosses) && step(&next),
                     Token::Class { negated, ranges } => {
-                        here.is_some_and(|c| {
+                        at.is_some_and(|c| {
                             crosses(c)
                                 && ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
-                        }) && matched[i + 1][j + 1]
+                        }) && step(&next)
                     }
-                    Token::Star => {
-                        matched[i + 1][j] || (here.is_some_and(crosses) && matched[i][j + 1])
-                    }
-                    Token::Deep => matched[i + 1][j] || (here.is_some() && matched[i][j + 1]),
-                    Token::DeepDir => {
-                        matched[i + 1][j]
-                            || (j + 1..=m).any(|k| text[k - 1] == '/' && matched[i + 1][k])
-                    }
-                    Token::DeepEnd => j == m || (here == Some('/') && matched[i + 1][m]),
+                    Token::Star => next[j] || (at.is_some_and(crosses) && step(&here)),
+                    Token::Deep => next[j] || (at.is_some() && step(&here)),
+                    Token::DeepDir => next[j] || (j + 1..=m).any(|k| text[k - 1] == '/' && next[k]),
+                    Token::DeepEnd => j == m || (at == Some('/') && next[m]),
                 };
             }
+            std::mem::swap(&mut next, &mut here);
         }
-        matched[0][0]
+        next[0]
     }
 
-    /// The literal folders the pattern starts with (`/srv/notes` of
-    /// `/srv/notes/*.md`), and the rest (`*.md`), so the folders can be
-    /// made canonical as the values are.
     pub(crate) fn split_literal_dir(text: &str) -> (&str, &str) {
         let wild = text.find(['*', '?', '[']).unwrap_or(text.len());
         match text[..wild].rfind('/') {
