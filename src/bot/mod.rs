@@ -3,7 +3,8 @@
 //! an agent (replies streamed into the chat, "typing…", `/new`); command
 //! menus built from the tools ([`command_specs`]), re-entering the agent's
 //! slash-command path; confirmation questions answered by a button press
-//! ([`Questions`]); and [`split_message`] for platform length limits.
+//! ([`Questions`]); the Stop button under a reply being written
+//! ([`stop_pressed`]); and [`split_message`] for platform length limits.
 //! ferrobot's own Telegram and Discord bots are built on these alone.
 
 mod channel;
@@ -11,6 +12,7 @@ mod commands;
 mod live;
 mod questions;
 mod split;
+mod stop;
 
 pub use channel::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, Handler, Incoming, serve,
@@ -21,3 +23,4 @@ pub use commands::{
 pub use live::chat_of;
 pub use questions::{Answered, Question, Questions, Unanswered, always_covers, asked, decided};
 pub use split::{Length, clip, split_message};
+pub use stop::{STOP_DATA, STOP_LABEL, StopRefused, stop_pressed};

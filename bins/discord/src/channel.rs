@@ -36,8 +36,7 @@ impl Channel for Discord {
         text: &'a str,
         done: bool,
     ) -> BoxFuture<'a, Result<String, ChannelError>> {
-        let _ = done;
-        Box::pin(self.inner.post(conversation, text))
+        Box::pin(self.inner.post(conversation, text, done))
     }
 
     fn edit<'a>(
@@ -47,8 +46,7 @@ impl Channel for Discord {
         text: &'a str,
         done: bool,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        let _ = done;
-        Box::pin(self.inner.edit(conversation, message, text))
+        Box::pin(self.inner.edit(conversation, message, text, done))
     }
 
     fn edit_interval(&self) -> Option<Duration> {

@@ -145,7 +145,7 @@ impl Inner {
             if lock(&self.refused).insert(said.author) {
                 let (inner, channel) = (Arc::clone(self), said.channel.to_string());
                 tokio::spawn(async move {
-                    let _ = inner.post(&channel, REFUSAL).await;
+                    let _ = inner.post(&channel, REFUSAL, true).await;
                 });
             }
             return;

@@ -1,9 +1,10 @@
 //! Slash commands and button presses: `Inner::interaction` acknowledges
-//! each at once, then runs the command's turn or answers the press.
+//! each at once, then runs the command's turn (a Stop press's `/stop`) or
+//! answers the press.
 
 use std::sync::Arc;
 
-use ferrobot::bot::{Handler, Incoming, slash_text};
+use ferrobot::bot::{Handler, Incoming, STOP_DATA, slash_text, stop_pressed};
 use twilight_model::application::interaction::application_command::{
     CommandDataOption, CommandOptionValue,
 };
@@ -25,7 +26,8 @@ impl Inner {
         };
         let guild = interaction.guild_id.map(Id::get);
         let channel = channel_of(&interaction);
-        // The turn a slash command starts, once Discord has its acknowledgement.
+        // The turn a slash command or a Stop press starts, once Discord has
+        // its acknowledgement.
         let mut turn = None;
         let response = match &interaction.data {
             Some(InteractionData::ApplicationCommand(command)) => {
@@ -54,6 +56,38 @@ impl Inner {
                     }
                 } else {
                     ephemeral("This command works in channels and DMs.")
+                }
+            }
+            // The Stop button under a reply being written: `/stop` from the
+            // presser, in the channel it was pressed in, so the agent answers
+            // it as the built-in. The message it is on is left as it is: the
+            // stopped reply's last edit takes the button away.
+            Some(InteractionData::MessageComponent(component))
+                if component.custom_id == STOP_DATA =>
+            {
+                let stop = stop_pressed(
+                    channel.map(|c| c.to_string()).unwrap_or_default(),
+                    user.to_string(),
+                    self.admits(user, guild),
+                );
+                match stop {
+                    Err(refused) => {
+                        tracing::warn!(user_id = user, guild_id = ?guild, "refused a Stop press from a user or server not allowed");
+                        ephemeral(&refused.to_string())
+                    }
+                    // A button sits on a message in a channel; without one
+                    // there is no turn to name.
+                    Ok(stop) if stop.conversation.is_empty() => {
+                        ephemeral("This button works in channels and DMs.")
+                    }
+                    Ok(stop) => {
+                        turn = Some(stop);
+                        // Acknowledged without changing the message.
+                        InteractionResponse {
+                            kind: InteractionResponseType::DeferredUpdateMessage,
+                            data: None,
+                        }
+                    }
                 }
             }
             Some(InteractionData::MessageComponent(component)) => {

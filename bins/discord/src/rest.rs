@@ -1,17 +1,19 @@
 //! REST calls and where a reply goes: `Target` reads a conversation's
 //! address (a channel, a reply in it, or a slash command's interaction);
 //! `Inner::call` runs a request with its retries; `post` and `edit` send a
-//! reply's text there.
+//! reply's text there, with a Stop button while it is being written.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use ferrobot::bot::{ChannelError, chat_of};
+use ferrobot::bot::{ChannelError, STOP_DATA, STOP_LABEL, chat_of};
 use ferrobot_app::{Retry, lock};
 use serde_json::Value;
 use twilight_http::Response;
 use twilight_http::api_error::ApiError;
 use twilight_http::error::ErrorType;
+use twilight_model::channel::message::Component;
+use twilight_model::channel::message::component::{ActionRow, Button, ButtonStyle};
 use twilight_model::id::Id;
 use twilight_model::id::marker::{ApplicationMarker, ChannelMarker, MessageMarker};
 
@@ -50,6 +52,28 @@ pub(crate) fn target(of: &str) -> Result<Target, ChannelError> {
     id(channel)
         .map(|channel| Target::Channel(channel, message))
         .ok_or_else(|| other(format!("`{of}` is not a Discord channel id")))
+}
+
+/// The buttons on a reply: a Stop button while it is being written
+/// (`Inner::interaction` reads its press), none once it is done. An edit
+/// always says which, so the finished reply loses the button.
+fn buttons(done: bool) -> Vec<Component> {
+    if done {
+        return Vec::new();
+    }
+    vec![Component::ActionRow(ActionRow {
+        components: vec![Component::Button(Button {
+            custom_id: Some(STOP_DATA.to_owned()),
+            disabled: false,
+            emoji: None,
+            id: None,
+            label: Some(STOP_LABEL.to_owned()),
+            sku_id: None,
+            style: ButtonStyle::Secondary,
+            url: None,
+        })],
+        id: None,
+    })]
 }
 
 pub(crate) fn other(message: String) -> ChannelError {
@@ -109,12 +133,22 @@ impl Inner {
             .ok_or_else(|| other("Discord answered without an id".into()))
     }
 
-    pub(crate) async fn post(&self, to: &str, text: &str) -> Result<String, ChannelError> {
+    /// Posts `text` to `to`; `done` is false for a reply being written.
+    pub(crate) async fn post(
+        &self,
+        to: &str,
+        text: &str,
+        done: bool,
+    ) -> Result<String, ChannelError> {
+        let buttons = buttons(done);
         match target(to)? {
             Target::Channel(channel, answering) => {
                 let response = self
                     .call("create message", || {
-                        let message = self.http.create_message(channel).content(text);
+                        let mut message = self.http.create_message(channel).content(text);
+                        if !done {
+                            message = message.components(&buttons);
+                        }
                         match answering {
                             // Sent anyway if the question was deleted.
                             Some(question) => message
@@ -132,15 +166,17 @@ impl Inner {
                 let interaction = self.http.interaction(application);
                 // The deferred response is filled in first, then follow-ups.
                 if self.first_answer(&token) {
-                    self.edit(to, "@original", text).await?;
+                    self.edit(to, "@original", text, done).await?;
                     Ok("@original".into())
                 } else {
                     let response = self
                         .call("create followup", || {
-                            interaction
-                                .create_followup(&token)
-                                .content(text)
-                                .into_future()
+                            let followup = interaction.create_followup(&token).content(text);
+                            if done {
+                                followup.into_future()
+                            } else {
+                                followup.components(&buttons).into_future()
+                            }
                         })
                         .await
                         .map_err(|e| self.channel_error(&e))?;
@@ -158,12 +194,16 @@ impl Inner {
         answered.insert(token.to_owned(), Instant::now()).is_none()
     }
 
+    /// Replaces the text of `message` in `to`; `done` is false for a reply
+    /// being written.
     pub(crate) async fn edit(
         &self,
         to: &str,
         message: &str,
         text: &str,
+        done: bool,
     ) -> Result<(), ChannelError> {
+        let buttons = buttons(done);
         let message_id = || {
             message
                 .parse::<u64>()
@@ -178,6 +218,7 @@ impl Inner {
                     self.http
                         .update_message(channel, id)
                         .content(Some(text))
+                        .components(Some(&buttons))
                         .into_future()
                 })
                 .await
@@ -190,6 +231,7 @@ impl Inner {
                         interaction
                             .update_response(&token)
                             .content(Some(text))
+                            .components(Some(&buttons))
                             .into_future()
                     })
                     .await
@@ -200,6 +242,7 @@ impl Inner {
                         interaction
                             .update_followup(&token, id)
                             .content(Some(text))
+                            .components(Some(&buttons))
                             .into_future()
                     })
                     .await

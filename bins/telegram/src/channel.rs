@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ferrobot::bot::{Channel, ChannelError, CommandSpec, Handler, Length};
+use ferrobot::bot::{Channel, ChannelError, CommandSpec, Handler, Length, STOP_DATA, STOP_LABEL};
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use futures_util::future::BoxFuture;
 use teloxide::payloads::setters::*;
@@ -17,13 +17,11 @@ use teloxide::{ApiError, RequestError};
 use crate::place::Place;
 use crate::{MESSAGE_LIMIT, Telegram};
 
-/// What a pressed Stop button sends back (`Inner::dispatch` reads it).
-pub(crate) const STOP: &str = "stop";
-
-/// The Stop button under a reply being written. The finished reply is an
-/// edit without it, and Telegram drops a keyboard an edit doesn't repeat.
+/// The Stop button under a reply being written (`Inner::dispatch` reads its
+/// press). The finished reply is an edit without it, and Telegram drops a
+/// keyboard an edit doesn't repeat.
 fn stop_button() -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback("⏹ Stop", STOP)]])
+    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(STOP_LABEL, STOP_DATA)]])
 }
 
 impl Channel for Telegram {

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ferrobot::agent::Builtin;
-use ferrobot::bot::{ChannelError, Handler, Incoming};
+use ferrobot::bot::{ChannelError, Handler, Incoming, STOP_DATA, stop_pressed};
 use ferrobot_app::lock;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
@@ -22,7 +21,6 @@ use teloxide::types::{
 use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, RequestError};
 
-use crate::channel::STOP;
 use crate::files::Files;
 use crate::place::Place;
 use crate::{Inner, REFUSAL, Telegram};
@@ -96,7 +94,7 @@ impl Inner {
     fn dispatch(self: &Arc<Self>, update: Update, handler: &Handler) {
         let said = match update.kind {
             UpdateKind::Message(message) => Said::of(&message),
-            UpdateKind::CallbackQuery(query) if query.data.as_deref() == Some(STOP) => {
+            UpdateKind::CallbackQuery(query) if query.data.as_deref() == Some(STOP_DATA) => {
                 self.stop_pressed(query, handler);
                 None
             }
@@ -130,25 +128,30 @@ impl Inner {
             Some(other) => Some(other.chat().id.to_string()),
             None => None,
         };
-        let allowed = self.is_allowed(presser);
+        let stop = stop_pressed(
+            place.unwrap_or_default(),
+            presser.to_string(),
+            self.is_allowed(presser),
+        );
         let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
         tokio::spawn(async move {
-            let refusal = (!allowed).then_some("Only the people this bot answers can stop it.");
             let acknowledged = inner
                 .call("answerCallbackQuery", || {
                     let request = inner.bot.answer_callback_query(query.id.clone());
-                    match refusal {
-                        Some(text) => request.text(text).send(),
-                        None => request.send(),
+                    match &stop {
+                        Err(refused) => request.text(refused.to_string()).send(),
+                        Ok(_) => request.send(),
                     }
                 })
                 .await;
             if let Err(error) = acknowledged {
                 tracing::debug!(error = %inner.redact(&error), "could not acknowledge a button press");
             }
-            if let (true, Some(place)) = (allowed, place) {
-                let stop = format!("/{}", Builtin::Stop.name());
-                handler(Incoming::new(place, presser.to_string(), stop)).await;
+            // Without its message, the press can't say which chat to stop.
+            if let Ok(stop) = stop
+                && !stop.conversation.is_empty()
+            {
+                handler(stop).await;
             }
         });
     }

@@ -18,6 +18,8 @@ mod images;
 mod access;
 // Confirmations: ✅ / ❌ buttons, the asker's to answer, declined after the time-out.
 mod confirmations;
+// Stopping a running turn (the Stop button, `/stop`) and steering it.
+mod steering;
 // Slash commands: registered from the tools, answered through the interaction.
 mod slash_commands;
 // Errors and retries: a dropped connection resumed, rate limits waited out.
