@@ -152,7 +152,7 @@ impl Pattern {
     /// Whether `text` matches the whole pattern.
     pub(crate) fn matches(&self, text: &str) -> bool {
         let text: Vec<char> = text.chars().collect();
-        let (n, m) = (self.tokens.len(), text.len());
+        let m = text.len();
         // `next[j]`: whether tokens i+1.. match text[j..]; `here[j]` the
         // same for tokens i.. — two rows of the table, not the whole table.
         let mut next = vec![false; m + 1];
