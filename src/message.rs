@@ -325,7 +325,7 @@ impl Message {
     }
 
     /// The tool calls, in order.
-    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+    pub fn tool_calls(&self) -> impl DoubleEndedIterator<Item = &ToolCall> {
         self.parts.iter().filter_map(|part| match part {
             Part::ToolCall(call) => Some(call),
             _ => None,

@@ -385,9 +385,7 @@ async fn apply(
             ToolOutcome::Declined,
             format!("Declined by the user: {reason}").into(),
         )),
-        Decision::Edit(arguments) => recheck(inner, conversation, call, tool, arguments)
-            .await
-            .map(Some),
+        Decision::Edit(arguments) => recheck(inner, call, tool, arguments).map(Some),
         Decision::Always(scope) => {
             if tool.command_line(&call.arguments).is_some() {
                 tracing::warn!(tool = %call.name, "\"always\" is not given for a tool that runs other programs; this call runs once");
@@ -412,9 +410,8 @@ async fn apply(
 /// Arguments the user edited go through the same checks as the model's,
 /// and the rules again: editing never turns a denied call into one that
 /// runs. An "ask" is answered: the user wrote these arguments.
-async fn recheck(
+fn recheck(
     inner: &Inner,
-    conversation: &Arc<str>,
     call: &ToolCall,
     tool: &dyn Tool,
     arguments: Value,
@@ -435,12 +432,9 @@ async fn recheck(
             .into(),
         ));
     }
-    let approvals = inner
-        .history
-        .approvals(conversation)
-        .await
-        .unwrap_or_default();
-    let verdict = inner.policy.evaluate(tool, &arguments, &approvals);
+    // Approvals never make or lift a deny: only the rules and the floor
+    // can refuse the edited call, so none are read here.
+    let verdict = inner.policy.evaluate(tool, &arguments, &[]);
     if verdict.permission == Permission::Deny {
         tracing::info!(target: "ferrobot::policy", tool = %call.name, rule = %verdict.reason, "the user's edited arguments are denied");
         return Err((

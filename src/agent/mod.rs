@@ -309,7 +309,7 @@ impl Agent {
                 calls: reply
                     .pending
                     .iter()
-                    .map(|p| format!("`{}` ({})", p.tool, p.call_id))
+                    .map(|p| turn::named(&p.tool, &p.call_id))
                     .collect(),
             }));
         }

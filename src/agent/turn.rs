@@ -165,7 +165,11 @@ impl<S: EventSink> Turn<'_, S> {
     async fn run(self, user: Message) -> Result<Reply> {
         if let Some(pending) = self.inner.history.pending(&self.conversation).await? {
             return Err(PendingError::Waiting {
-                calls: pending.waiting.iter().map(|w| named(&w.call)).collect(),
+                calls: pending
+                    .waiting
+                    .iter()
+                    .map(|w| named(&w.call.name, &w.call.id))
+                    .collect(),
             }
             .into());
         }
@@ -733,8 +737,8 @@ impl<S: EventSink> Turn<'_, S> {
 }
 
 /// A call as errors name it: `` `tool` (id) ``.
-fn named(call: &ToolCall) -> String {
-    format!("`{}` ({})", call.name, call.id)
+pub(super) fn named(tool: &str, id: &str) -> String {
+    format!("`{tool}` ({id})")
 }
 
 /// The decisions for a pending turn's waiting calls, by call id: one for
@@ -743,7 +747,11 @@ fn match_decisions(
     pending: &PendingTurn,
     decisions: &[(String, Decision)],
 ) -> std::result::Result<HashMap<String, Decision>, PendingError> {
-    let waiting: Vec<String> = pending.waiting.iter().map(|w| named(&w.call)).collect();
+    let waiting: Vec<String> = pending
+        .waiting
+        .iter()
+        .map(|w| named(&w.call.name, &w.call.id))
+        .collect();
     let mut answers = HashMap::new();
     for (id, decision) in decisions {
         if !pending.waiting.iter().any(|w| w.call.id == *id) {
@@ -758,7 +766,7 @@ fn match_decisions(
         match answers.get(&waiting.call.id) {
             None | Some(Decision::Defer) => {
                 return Err(PendingError::Undecided {
-                    call: named(&waiting.call),
+                    call: named(&waiting.call.name, &waiting.call.id),
                 });
             }
             Some(_) => {}
@@ -786,7 +794,7 @@ fn last_calls(history: &[Message]) -> Vec<ToolCall> {
     let mut calls: Vec<ToolCall> = history
         .iter()
         .rev()
-        .flat_map(|m| m.tool_calls().collect::<Vec<_>>().into_iter().rev())
+        .flat_map(|m| m.tool_calls().rev())
         .take(2)
         .cloned()
         .collect();
