@@ -63,6 +63,19 @@ impl MemoryHistory {
         // conversation (every write is a single extend), so poisoning is ignored.
         f(&mut self.conversations.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// Runs `f` on the conversation, created (at `time`) if it has no entry.
+    fn with_conversation<T>(
+        &self,
+        conversation: &str,
+        time: i64,
+        f: impl FnOnce(&mut Conversation) -> T,
+    ) -> T {
+        self.with(|c| {
+            f(c.entry(conversation.to_owned())
+                .or_insert_with(|| Conversation::new(time)))
+        })
+    }
 }
 
 impl HistoryStore for MemoryHistory {
@@ -84,10 +97,7 @@ impl HistoryStore for MemoryHistory {
         messages: &'a [Message],
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
         let time = now();
-        self.with(|c| {
-            let entry = c
-                .entry(conversation.to_owned())
-                .or_insert_with(|| Conversation::new(time));
+        self.with_conversation(conversation, time, |entry| {
             entry.messages.extend_from_slice(messages);
             entry.updated = time;
         });
@@ -112,11 +122,8 @@ impl HistoryStore for MemoryHistory {
         approval: &'a Approval,
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
         let time = now();
-        self.with(|c| {
-            c.entry(conversation.to_owned())
-                .or_insert_with(|| Conversation::new(time))
-                .approvals
-                .push(approval.clone());
+        self.with_conversation(conversation, time, |entry| {
+            entry.approvals.push(approval.clone());
         });
         Box::pin(async { Ok(()) })
     }
@@ -135,18 +142,16 @@ impl HistoryStore for MemoryHistory {
         pending: Option<&'a PendingTurn>,
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
         let time = now();
-        self.with(|c| match pending {
-            Some(pending) => {
-                c.entry(conversation.to_owned())
-                    .or_insert_with(|| Conversation::new(time))
-                    .pending = Some(pending.clone());
-            }
-            None => {
+        match pending {
+            Some(pending) => self.with_conversation(conversation, time, |entry| {
+                entry.pending = Some(pending.clone());
+            }),
+            None => self.with(|c| {
                 if let Some(entry) = c.get_mut(conversation) {
                     entry.pending = None;
                 }
-            }
-        });
+            }),
+        }
         Box::pin(async { Ok(()) })
     }
 
@@ -157,10 +162,7 @@ impl HistoryStore for MemoryHistory {
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
         let time = now();
         // One lock: nobody sees the results stored and the turn still pending.
-        self.with(|c| {
-            let entry = c
-                .entry(conversation.to_owned())
-                .or_insert_with(|| Conversation::new(time));
+        self.with_conversation(conversation, time, |entry| {
             entry.messages.extend_from_slice(messages);
             entry.pending = None;
             entry.updated = time;

@@ -414,6 +414,36 @@ impl SqliteHistory {
         })
     }
 
+    /// Appends `messages` in one transaction; with [`Pending::Forget`], the
+    /// conversation's pending turn goes in the same transaction, so a crash
+    /// leaves either the turn pending and no results, or the results and
+    /// nothing pending.
+    fn store_messages(
+        &self,
+        conversation: &str,
+        messages: &[Message],
+        pending: Pending,
+    ) -> BoxFuture<'static, Result<(), HistoryError>> {
+        // Encoded on the blocking thread, in the transaction: a message's
+        // image ids come from the images table (see `put_image`). The copy
+        // is cheap, image bytes being shared.
+        let messages = messages.to_vec();
+        let title = title_of(&messages);
+        let conversation = conversation.to_owned();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let tx = connection
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            append_in(&tx, &conversation, messages, title.as_deref()).map_err(fail)?;
+            if pending == Pending::Forget {
+                set_pending_in(&tx, &conversation, None).map_err(fail)?;
+            }
+            tx.commit().map_err(fail)
+        })
+    }
+
     /// Runs `work` with the connection on a blocking thread.
     fn run<T: Send + 'static>(
         &self,
@@ -540,6 +570,13 @@ fn fts_query(query: &str) -> String {
         .join(" ")
 }
 
+/// What storing messages does to the conversation's pending turn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Keep,
+    Forget,
+}
+
 /// Creates the conversation's row if it has none, with `title`; else
 /// marks it updated (and titles it if it had no title).
 fn ensure_conversation(
@@ -661,21 +698,7 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
         messages: &'a [Message],
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
-        // Encoded on the blocking thread, in the transaction: a message's
-        // image ids come from the images table (see `put_image`). The copy
-        // is cheap, image bytes being shared.
-        let messages = messages.to_vec();
-        let title = title_of(&messages);
-        let conversation = conversation.to_owned();
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            let tx = connection
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(fail)?;
-            append_in(&tx, &conversation, messages, title.as_deref()).map_err(fail)?;
-            tx.commit().map_err(fail)
-        })
+        self.store_messages(conversation, messages, Pending::Keep)
     }
 
     fn approvals<'a>(
@@ -777,21 +800,7 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
         messages: &'a [Message],
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
-        let messages = messages.to_vec();
-        let title = title_of(&messages);
-        let conversation = conversation.to_owned();
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            // One transaction: a crash leaves either the turn pending and
-            // no results, or the results and nothing pending.
-            let tx = connection
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(fail)?;
-            append_in(&tx, &conversation, messages, title.as_deref()).map_err(fail)?;
-            set_pending_in(&tx, &conversation, None).map_err(fail)?;
-            tx.commit().map_err(fail)
-        })
+        self.store_messages(conversation, messages, Pending::Forget)
     }
 
     fn clear<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, Result<(), HistoryError>> {
