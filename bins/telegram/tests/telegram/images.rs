@@ -155,18 +155,9 @@ async fn other_files_are_named_in_the_answer_and_the_caption_still_answered() {
         ANN as i64,
         json!({"voice": {"file_id": "v", "file_unique_id": "u-v", "duration": 4, "mime_type": "audio/ogg"}}),
     );
-    let note = api
-        .wait_for_reply(before, |c| {
-            c["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("didn't reach me"))
-        })
-        .await;
+    let note = unread_note(&api, before).await;
     assert!(
-        note["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("This didn't reach me: voice note\\."),
+        note.starts_with("This didn't reach me: voice note\\."),
         "{note}"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -185,18 +176,9 @@ async fn an_oversize_photo_or_file_is_named_with_its_size_and_not_downloaded() {
         ANN as i64,
         json!({"photo": photo(&[("big", 5000, 14 * MB)]), "caption": "look"}),
     );
-    let note = api
-        .wait_for_reply(0, |c| {
-            c["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("didn't reach me"))
-        })
-        .await;
+    let note = unread_note(&api, 0).await;
     assert!(
-        note["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("This didn't reach me: photo \\(14 MB, over the 10 MB limit\\)\\."),
+        note.starts_with("This didn't reach me: photo \\(14 MB, over the 10 MB limit\\)\\."),
         "{note}"
     );
     api.wait_for_reply(0, |c| c["text"] == r"Noted\.").await;
@@ -206,15 +188,9 @@ async fn an_oversize_photo_or_file_is_named_with_its_size_and_not_downloaded() {
         ANN as i64,
         json!({"document": document("raw", "raw.png", "image/png", 11 * MB + MB / 2)}),
     );
-    let note = api
-        .wait_for_reply(before, |c| {
-            c["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("didn't reach me"))
-        })
-        .await;
+    let note = unread_note(&api, before).await;
     assert!(
-        note["text"].as_str().unwrap().starts_with(
+        note.starts_with(
             "This didn't reach me: raw\\.png \\(11\\.5 MB, over the 10 MB limit\\)\\."
         ),
         "{note}"
@@ -235,18 +211,9 @@ async fn a_failed_download_or_bytes_that_are_no_image_are_named_and_the_turn_sti
         ANN as i64,
         json!({"photo": photo(&[("gone", 800, 40_000)]), "caption": "and this?"}),
     );
-    let note = api
-        .wait_for_reply(0, |c| {
-            c["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("didn't reach me"))
-        })
-        .await;
+    let note = unread_note(&api, 0).await;
     assert!(
-        note["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("This didn't reach me: photo \\(could not be downloaded\\)\\."),
+        note.starts_with("This didn't reach me: photo \\(could not be downloaded\\)\\."),
         "{note}"
     );
     api.wait_for_reply(0, |c| c["text"] == r"Noted\.").await;
@@ -257,15 +224,9 @@ async fn a_failed_download_or_bytes_that_are_no_image_are_named_and_the_turn_sti
         ANN as i64,
         json!({"document": document("fake", "shot.png", "image/png", 18), "caption": "and that?"}),
     );
-    let note = api
-        .wait_for_reply(before, |c| {
-            c["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("didn't reach me"))
-        })
-        .await;
+    let note = unread_note(&api, before).await;
     assert!(
-        note["text"].as_str().unwrap().starts_with(
+        note.starts_with(
             "This didn't reach me: shot\\.png \\(not a PNG, JPEG, GIF or WebP image\\)\\."
         ),
         "{note}"
@@ -347,4 +308,17 @@ async fn an_album_reaches_the_model_as_one_message() {
             vec![Image::jpeg(JPEG.to_vec()), Image::png(PNG.to_vec())]
         )]
     );
+}
+
+/// The text of the first finished reply after `after` calls that names what
+/// didn't reach the bot.
+async fn unread_note(api: &FakeBotApi, after: usize) -> String {
+    let note = api
+        .wait_for_reply(after, |c| {
+            c["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("didn't reach me"))
+        })
+        .await;
+    note["text"].as_str().unwrap_or_default().to_owned()
 }
