@@ -47,7 +47,7 @@ pub struct TurnBudget {
 /// What a turn has used so far.
 #[derive(Debug)]
 pub(super) struct Spent {
-    started: Instant,
+    pub(super) started: Instant,
     pub(super) tool_output_bytes: usize,
 }
 
@@ -67,6 +67,45 @@ pub(super) enum Limit {
     WallTime(Duration),
     ToolOutputBytes(usize),
     OutputTokens(u64),
+    /// A sub-agent's turn reached what its caller had left.
+    CallerWallTime,
+    CallerToolOutputBytes(usize),
+    CallerOutputTokens(u64),
+}
+
+/// What a sub-agent's turn is given of its caller's budget: what the
+/// calling turn had left when it made the call. A sub-agent's turn stops
+/// at its own [`TurnBudget`] or at this, whichever comes first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Inherited {
+    /// When the caller's time is up.
+    pub(crate) deadline: Option<Instant>,
+    /// Tokens the caller may still write.
+    pub(crate) output_tokens: Option<u64>,
+    /// Bytes of tool output the caller may still be given.
+    pub(crate) tool_output_bytes: Option<usize>,
+}
+
+impl Inherited {
+    /// The first of the caller's limits the turn has reached, if any.
+    pub(super) fn reached(&self, spent: &Spent, output_tokens: u64) -> Option<Limit> {
+        if let Some(deadline) = self.deadline
+            && Instant::now() >= deadline
+        {
+            return Some(Limit::CallerWallTime);
+        }
+        if let Some(limit) = self.tool_output_bytes
+            && spent.tool_output_bytes >= limit
+        {
+            return Some(Limit::CallerToolOutputBytes(limit));
+        }
+        if let Some(limit) = self.output_tokens
+            && output_tokens >= limit
+        {
+            return Some(Limit::CallerOutputTokens(limit));
+        }
+        None
+    }
 }
 
 impl TurnBudget {
@@ -115,6 +154,15 @@ impl fmt::Display for Limit {
             Limit::OutputTokens(limit) => {
                 write!(f, "the turn's budget of {limit} written tokens is used up")
             }
+            Limit::CallerWallTime => f.write_str("the time the calling agent had left is used up"),
+            Limit::CallerToolOutputBytes(limit) => write!(
+                f,
+                "the {limit} bytes of tool output the calling agent had left are used up"
+            ),
+            Limit::CallerOutputTokens(limit) => write!(
+                f,
+                "the {limit} written tokens the calling agent had left are used up"
+            ),
         }
     }
 }

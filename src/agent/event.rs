@@ -79,6 +79,11 @@ use crate::provider::{FinishReason, ToolCallDelta};
 ///   usual: `TextDelta`s in native and prompted modes, `ToolCallDelta`s of
 ///   the output tool in tool mode, whose call has no `ToolCallStarted`.
 ///   An answer that doesn't fit is followed by another model call.
+/// - **A sub-agent** ([`Agent::as_tool`](super::Agent::as_tool)) runs as a
+///   tool call: between its `RunningTool` and `ToolCallFinished` come its
+///   own turn's events, each wrapped in [`SubAgent`](Self::SubAgent), in
+///   the order above, ending with its `Done`. Its `Usage` events are
+///   wrapped too; [`Reply::usage`] counts its tokens all the same.
 ///
 /// # Display
 ///
@@ -99,6 +104,7 @@ use crate::provider::{FinishReason, ToolCallDelta};
 /// | `PartialOutput` | `partial output {"name":"Ber"}` |
 /// | `Steered` | `steered "use the staging server"` |
 /// | `Done` | `done "It is 18 °C."`, or `done refusal "I can't."` |
+/// | `SubAgent` | `[research call_1] ` then the sub-agent's event's line: `[research call_1] running get_weather` |
 ///
 /// What the model writes in pieces (text, reasoning, refusal, a tool call's
 /// arguments as they stream) and the reply's text are quoted and escaped
@@ -177,6 +183,70 @@ pub enum AgentEvent {
     Steered(String),
     /// The turn's reply. Last event of a successful turn.
     Done(Reply),
+    /// An event of a sub-agent's turn, run by one of this turn's tool calls
+    /// ([`Agent::as_tool`](super::Agent::as_tool)): the child's events come
+    /// in its own order, between the call's `ToolCallStarted` and
+    /// `ToolCallFinished`, and its reply last as a `Done`. A grandchild's
+    /// events are wrapped twice.
+    SubAgent(SubAgentEvent),
+}
+
+/// An event of a sub-agent's turn, tagged with the call that ran it.
+///
+/// # Examples
+/// ```
+/// use ferrobot::agent::{AgentEvent, Status, SubAgentEvent};
+/// let event = AgentEvent::SubAgent(SubAgentEvent::new("research", "call_1", 1, AgentEvent::Status(Status::Thinking)));
+/// assert_eq!(event.to_string(), "[research call_1] thinking");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SubAgentEvent {
+    /// The name of the tool that runs the sub-agent.
+    pub tool: String,
+    /// The id of the tool call that runs it, in the calling turn.
+    pub call_id: String,
+    /// How deep the sub-agent is: 1 for a sub-agent of the agent whose
+    /// turn this is, 2 for one of its sub-agents, and so on.
+    pub depth: u32,
+    /// What happened in the sub-agent's turn.
+    pub event: Box<AgentEvent>,
+}
+
+impl SubAgentEvent {
+    /// `event` of the sub-agent run by the call `call_id` of `tool`,
+    /// `depth` agents below the top.
+    pub fn new(
+        tool: impl Into<String>,
+        call_id: impl Into<String>,
+        depth: u32,
+        event: AgentEvent,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            call_id: call_id.into(),
+            depth,
+            event: Box::new(event),
+        }
+    }
+
+    /// The sub-agent's own event, through any nesting: what a grandchild
+    /// did, without the tags of the calls that ran it.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::agent::{AgentEvent, SubAgentEvent};
+    /// let inner = AgentEvent::TextDelta("hi".into());
+    /// let nested = SubAgentEvent::new("lookup", "call_2", 2, inner.clone());
+    /// let outer = SubAgentEvent::new("research", "call_1", 1, AgentEvent::SubAgent(nested));
+    /// assert_eq!(outer.innermost(), &inner);
+    /// ```
+    pub fn innermost(&self) -> &AgentEvent {
+        match &*self.event {
+            AgentEvent::SubAgent(nested) => nested.innermost(),
+            event => event,
+        }
+    }
 }
 
 /// What the agent is busy with.
@@ -294,6 +364,10 @@ pub struct ToolCallRecord {
     pub images: Vec<crate::message::Image>,
     /// Time from the decision to run until the result, confirmation included.
     pub duration: Duration,
+    /// Tokens the call spent on model calls of its own: a sub-agent's turn
+    /// ([`Agent::as_tool`](super::Agent::as_tool)); zero for other tools.
+    /// [`Reply::usage`] counts them.
+    pub usage: Usage,
     /// What the [`Policy`](crate::policy::Policy) said, and which rule or
     /// default said it; `None` for a call turned back before it was asked
     /// (unknown tool, bad arguments).
@@ -316,7 +390,8 @@ pub struct Reply {
     pub reasoning: Option<String>,
     /// Whether the model refused.
     pub is_refusal: bool,
-    /// Token counts of every model call of the turn, added up.
+    /// Token counts of every model call of the turn, added up, the
+    /// sub-agents' it ran included ([`ToolCallRecord::usage`]).
     pub usage: Usage,
     /// Every tool call of the turn, in order.
     pub tool_calls: Vec<ToolCallRecord>,
@@ -396,6 +471,13 @@ impl fmt::Display for AgentEvent {
                 write!(f, "done refusal {:?}", reply.text)
             }
             AgentEvent::Done(reply) => write!(f, "done {:?}", reply.text),
+            AgentEvent::SubAgent(sub) => write!(
+                f,
+                "[{} {}] {}",
+                OneLine(&sub.tool),
+                OneLine(&sub.call_id),
+                sub.event
+            ),
         }
     }
 }
@@ -514,6 +596,7 @@ mod tests {
             content: content.to_owned(),
             images: Vec::new(),
             duration: Duration::from_millis(3),
+            usage: Usage::default(),
             verdict: None,
             decision: None,
             approver: None,

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::event::{AgentEvent, Status, ToolCallRecord, ToolOutcome};
+use super::sub::TurnScope;
 use super::{EventSink, Inner};
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::message::{ToolCall, ToolResult};
@@ -38,6 +39,7 @@ pub(crate) async fn run_calls(
         recent,
         bad_arguments,
         answers,
+        scope,
     } = round;
     let approvals = match inner.history.approvals(conversation).await {
         Ok(approvals) => approvals,
@@ -62,7 +64,7 @@ pub(crate) async fn run_calls(
             // A tool's own checks (availability, arguments, the question
             // to ask) are its code too: a panic there fails the call only.
             std::panic::catch_unwind(AssertUnwindSafe(|| {
-                decide(inner, call, bad_arguments, &approvals, repeated)
+                decide(inner, scope, call, bad_arguments, &approvals, repeated)
             }))
             .unwrap_or_else(|panic| {
                 tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the tool panicked while its call was checked");
@@ -92,8 +94,11 @@ pub(crate) async fn run_calls(
                 call,
                 decided,
                 answer,
-                sink,
-                cancel,
+                Context {
+                    sink,
+                    cancel,
+                    scope,
+                },
             )
         })
         .collect();
@@ -110,6 +115,15 @@ pub(crate) struct Round<'a> {
     pub(crate) bad_arguments: &'a HashMap<String, u32>,
     /// Decisions given already (a resumed turn's), by call id.
     pub(crate) answers: &'a HashMap<String, Decision>,
+    /// What the calls hand down to sub-agents they run.
+    pub(crate) scope: &'a Arc<TurnScope>,
+}
+
+/// Where a call's events go, what cancels it, and the turn it belongs to.
+struct Context<'a, S> {
+    sink: &'a S,
+    cancel: &'a CancellationToken,
+    scope: &'a Arc<TurnScope>,
 }
 
 /// Whether and how a call may run, decided before anything runs.
@@ -125,6 +139,7 @@ enum Decided {
 
 fn decide(
     inner: &Inner,
+    scope: &TurnScope,
     call: &ToolCall,
     bad_arguments: &HashMap<String, u32>,
     approvals: &[Approval],
@@ -208,6 +223,7 @@ fn decide(
     let mut verdict = inner
         .policy
         .evaluate(tool.as_ref(), &call.arguments, approvals);
+    verdict = super::sub::strictest(scope, tool.as_ref(), &call.arguments, approvals, verdict);
     if repeated && verdict.permission == Permission::Allow {
         verdict = Verdict::new(
             Permission::Ask,
@@ -243,9 +259,13 @@ async fn run_one(
     call: &ToolCall,
     decided: Decided,
     answer: Option<Decision>,
-    sink: &impl EventSink,
-    cancel: &CancellationToken,
+    context: Context<'_, impl EventSink>,
 ) -> (ToolResult, ToolCallRecord) {
+    let Context {
+        sink,
+        cancel,
+        scope,
+    } = context;
     sink.emit(AgentEvent::ToolCallStarted(call.clone())).await;
     let started = Instant::now();
     let span = tracing::info_span!(
@@ -279,6 +299,7 @@ async fn run_one(
                 let offer = always_offer(tool.as_ref(), &call.arguments);
                 let asked = ask_handler(
                     inner,
+                    scope,
                     conversation,
                     user,
                     call,
@@ -301,7 +322,17 @@ async fn run_one(
         if let Some(decision) = decision {
             audit.approver = user.map(str::to_owned);
             audit.decision = Some(decision.clone());
-            match apply(inner, conversation, user, call, tool.as_ref(), decision).await {
+            match apply(
+                inner,
+                scope,
+                conversation,
+                user,
+                call,
+                tool.as_ref(),
+                decision,
+            )
+            .await
+            {
                 Ok(edited) => arguments = edited,
                 Err(ended) => return ended,
             }
@@ -311,7 +342,16 @@ async fn run_one(
         }))
         .await;
         let arguments = arguments.unwrap_or_else(|| call.arguments.clone());
-        execute(inner, conversation, call, arguments, tool.as_ref(), cancel).await
+        execute(
+            inner,
+            scope,
+            conversation,
+            call,
+            arguments,
+            tool.as_ref(),
+            cancel,
+        )
+        .await
     }
     .instrument(span)
     .await;
@@ -372,6 +412,7 @@ pub(crate) fn always_offer(tool: &dyn Tool, arguments: &Value) -> Option<Scope> 
 /// wrote it, `Ok(Some(arguments))` with the user's arguments instead.
 async fn apply(
     inner: &Inner,
+    scope: &TurnScope,
     conversation: &Arc<str>,
     user: Option<&str>,
     call: &ToolCall,
@@ -385,7 +426,7 @@ async fn apply(
             ToolOutcome::Declined,
             format!("Declined by the user: {reason}").into(),
         )),
-        Decision::Edit(arguments) => recheck(inner, call, tool, arguments).map(Some),
+        Decision::Edit(arguments) => recheck(inner, scope, call, tool, arguments).map(Some),
         Decision::Always(scope) => {
             if tool.command_line(&call.arguments).is_some() {
                 tracing::warn!(tool = %call.name, "\"always\" is not given for a tool that runs other programs; this call runs once");
@@ -412,6 +453,7 @@ async fn apply(
 /// runs. An "ask" is answered: the user wrote these arguments.
 fn recheck(
     inner: &Inner,
+    scope: &TurnScope,
     call: &ToolCall,
     tool: &dyn Tool,
     arguments: Value,
@@ -435,6 +477,7 @@ fn recheck(
     // Approvals never make or lift a deny: only the rules and the floor
     // can refuse the edited call, so none are read here.
     let verdict = inner.policy.evaluate(tool, &arguments, &[]);
+    let verdict = super::sub::strictest(scope, tool, &arguments, &[], verdict);
     if verdict.permission == Permission::Deny {
         tracing::info!(target: "ferrobot::policy", tool = %call.name, rule = %verdict.reason, "the user's edited arguments are denied");
         return Err((
@@ -456,6 +499,7 @@ fn recheck(
 )]
 async fn ask_handler(
     inner: &Inner,
+    scope: &TurnScope,
     conversation: &Arc<str>,
     user: Option<&str>,
     call: &ToolCall,
@@ -464,7 +508,20 @@ async fn ask_handler(
     always: Option<Scope>,
     cancel: &CancellationToken,
 ) -> Result<Decision, Ended> {
-    let Some(handler) = &inner.confirm else {
+    // A sub-agent without a handler of its own asks through the nearest
+    // agent above that has one, naming that agent's conversation.
+    let asker = super::sub::asker(
+        inner.confirm.as_ref(),
+        inner.confirm_timeout,
+        conversation,
+        scope,
+    );
+    let Some(super::sub::Asker {
+        handler,
+        conversation,
+        timeout: confirm_timeout,
+    }) = asker
+    else {
         return Err((
             ToolOutcome::Declined,
             format!(
@@ -489,7 +546,7 @@ async fn ask_handler(
     let asked = AssertUnwindSafe(async { handler.confirm(request).await }).catch_unwind();
     // Nobody answering in time is a "no" too.
     let waited = async {
-        match inner.confirm_timeout {
+        match confirm_timeout {
             Some(limit) => tokio::time::timeout(limit, asked).await.map_err(|_| limit),
             None => Ok(asked.await),
         }
@@ -520,6 +577,7 @@ async fn ask_handler(
 /// Runs an approved call under its time-out, catching panics.
 async fn execute(
     inner: &Inner,
+    scope: &Arc<TurnScope>,
     conversation: &Arc<str>,
     call: &ToolCall,
     arguments: Value,
@@ -552,7 +610,8 @@ async fn execute(
         call_cancel.clone(),
         inner.state.clone(),
         inner.notifier.clone(),
-    );
+    )
+    .with_caller(Arc::clone(scope) as Arc<dyn std::any::Any + Send + Sync>);
     let limit = tool.timeout().unwrap_or(inner.tool_timeout);
     // Inside the future, so a panic while the tool builds its future is
     // caught as well as one while it runs.
@@ -608,7 +667,11 @@ fn finished(
     output: ToolOutput,
     duration: Duration,
 ) -> (ToolResult, ToolCallRecord) {
-    let ToolOutput { text, images } = output;
+    let ToolOutput {
+        text,
+        images,
+        spent,
+    } = output;
     let result = if outcome.is_ok() {
         ToolResult::ok(&call.id, text.clone())
     } else {
@@ -621,6 +684,7 @@ fn finished(
         content: text,
         images,
         duration,
+        usage: spent,
         verdict: None,
         decision: None,
         approver: None,

@@ -34,6 +34,7 @@ mod output;
 mod request;
 mod running;
 mod slash;
+mod sub;
 mod turn;
 mod undo;
 
@@ -49,12 +50,15 @@ use tokio_util::sync::CancellationToken;
 
 pub use budget::TurnBudget;
 pub use builtin::Builtin;
-pub use event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome, Transcript};
+pub use event::{
+    AgentEvent, Reply, Status, SubAgentEvent, ToolCallRecord, ToolOutcome, Transcript,
+};
 pub use images::ImagePolicy;
 pub use output::{Output, OutputMode, OutputSchemaError};
 pub use request::TurnRequest;
 pub use running::WhileBusy;
 pub use slash::parse_arguments;
+pub use sub::{AgentTool, SubAgentLimits};
 
 use self::lock::ConversationLocks;
 use self::running::RunningTurns;
@@ -97,13 +101,15 @@ pub(crate) struct Inner {
     state: SharedState,
     history: Arc<dyn HistoryStore>,
     confirm: Option<Arc<dyn ConfirmHandler>>,
-    policy: Policy,
+    /// Shared with the turns of its sub-agents, which are held to it too.
+    policy: Arc<Policy>,
     notifier: Option<Arc<dyn Notifier>>,
     context: Option<crate::history::ContextPolicy>,
     images: ImagePolicy,
     settings: ModelSettings,
     max_tool_rounds: u32,
     budget: TurnBudget,
+    sub_agents: SubAgentLimits,
     output: Option<Output>,
     max_concurrent_tools: usize,
     tool_timeout: Duration,
@@ -183,6 +189,12 @@ impl Agent {
         /// none.
         #[builder(default)]
         budget: TurnBudget,
+        /// Limits on the sub-agents ([`Agent::as_tool`]) a turn runs: how
+        /// deep they nest, how many run at once, how many in all. By
+        /// default, [`SubAgentLimits::default`]: 3 deep, 4 at once, 16 per
+        /// turn.
+        #[builder(default)]
+        sub_agent_limits: SubAgentLimits,
         /// The shape of every answer ([`Reply::output`]), unless a turn asks
         /// for its own ([`TurnRequest::output`]). By default, none: answers
         /// are text.
@@ -213,13 +225,14 @@ impl Agent {
                 state,
                 history: history.unwrap_or_else(|| Arc::new(MemoryHistory::new())),
                 confirm,
-                policy,
+                policy: Arc::new(policy),
                 notifier,
                 context,
                 images,
                 settings,
                 max_tool_rounds,
                 budget,
+                sub_agents: sub_agent_limits,
                 output,
                 max_concurrent_tools: max_concurrent_tools.max(1),
                 tool_timeout,
@@ -644,6 +657,12 @@ impl Drop for TurnStream {
 /// Where a turn sends its events.
 pub(crate) trait EventSink: Sync {
     fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send;
+
+    /// Where a sub-agent's events go to reach this sink's listener, tagged;
+    /// `None` when nobody listens (`handle`), so they are not made at all.
+    fn forwarder(&self) -> Option<sub::Forwarder> {
+        None
+    }
 }
 
 /// For [`Agent::handle`]: the reply is all the caller wants.
@@ -663,5 +682,9 @@ impl EventSink for ChannelSink {
         if self.tx.send(Ok(event)).await.is_err() {
             self.cancel.cancel();
         }
+    }
+
+    fn forwarder(&self) -> Option<sub::Forwarder> {
+        Some(sub::Forwarder::new(self.tx.clone(), self.cancel.clone()))
     }
 }

@@ -44,6 +44,8 @@ pub struct TurnRequest {
     /// What happens to it when a turn of the conversation is running; `None`
     /// for the agent's own ([`AgentBuilder::while_busy`](super::AgentBuilder::while_busy)).
     pub while_busy: Option<WhileBusy>,
+    /// Set when the turn is a sub-agent's, run by a call of another turn.
+    pub(crate) within: Option<super::sub::Within>,
 }
 
 impl TurnRequest {

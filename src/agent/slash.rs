@@ -57,6 +57,14 @@ pub(super) async fn run(
             recent: &[],
             bad_arguments: &Default::default(),
             answers: &Default::default(),
+            scope: &super::sub::TurnScope::new(
+                inner,
+                conversation,
+                user,
+                None,
+                sink.forwarder(),
+                tokio::time::Instant::now(),
+            ),
         },
         sink,
         cancel,
@@ -65,6 +73,7 @@ pub(super) async fn run(
     let (_, record) = results.pop().expect("one call gives one result");
     Reply {
         text: record.content.clone(),
+        usage: record.usage,
         tool_calls: vec![record],
         ..Reply::default()
     }

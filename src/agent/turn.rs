@@ -1,7 +1,7 @@
 //! The turn loop: model call, tool round, repeat.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -11,6 +11,7 @@ use super::answer::{Typed, Verdict, Watch};
 use super::budget::{Limit, Spent};
 use super::event::{AgentEvent, Reply, Status, ToolCallRecord, ToolOutcome};
 use super::running::{RunningTurn, WhileBusy};
+use super::sub::{TurnScope, Within};
 use super::{EventSink, Inner, TurnRequest, exec, slash};
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::error::{Error, PendingError, Result};
@@ -36,7 +37,10 @@ pub(super) async fn run(
     cancel: &CancellationToken,
 ) -> Result<Reply> {
     let user = request.user.as_deref();
-    if let Some(command) = request.text.trim_start().strip_prefix('/') {
+    // A sub-agent's task is the calling model's text: it runs no commands.
+    if request.within.is_none()
+        && let Some(command) = request.text.trim_start().strip_prefix('/')
+    {
         return Ok(slash::run(inner, &conversation, user, command, sink, cancel).await);
     }
     let typed = request
@@ -79,6 +83,8 @@ pub(super) async fn run(
         records: Vec::new(),
         bad_arguments: HashMap::new(),
         typed,
+        within: request.within.as_ref(),
+        scope: OnceLock::new(),
     };
     let ended = match start {
         Start::Message(message) => turn.run(message).instrument(span).await,
@@ -152,6 +158,11 @@ struct Turn<'a, S> {
     bad_arguments: HashMap<String, u32>,
     /// The typed answer asked for, if any.
     typed: Option<Typed<'a>>,
+    /// Where a sub-agent's turn stands; `None` for a program's turn.
+    within: Option<&'a Within>,
+    /// What the turn's tool calls hand down to sub-agents, made at its
+    /// first tool round.
+    scope: OnceLock<Arc<TurnScope>>,
 }
 
 /// How one model call ended.
@@ -203,6 +214,7 @@ impl<S: EventSink> Turn<'_, S> {
             recent: &last_calls(&history),
             bad_arguments: &self.bad_arguments,
             answers: &answers,
+            scope: self.scope(&spent),
         };
         let decided = exec::run_calls(
             self.inner,
@@ -215,6 +227,7 @@ impl<S: EventSink> Turn<'_, S> {
         .await;
         let (mut results, records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
             decided.into_iter().unzip();
+        self.count_usage(&records);
         results.extend(pending.results.iter().cloned());
         // In the order the model made the calls, as the first round would have.
         let order: Vec<&str> = pending
@@ -252,7 +265,13 @@ impl<S: EventSink> Turn<'_, S> {
             let limit = if round >= self.inner.max_tool_rounds {
                 Some(Limit::Rounds(self.inner.max_tool_rounds))
             } else {
-                self.inner.budget.reached(&spent, self.usage.output_tokens)
+                self.inner
+                    .budget
+                    .reached(&spent, self.usage.output_tokens)
+                    .or_else(|| {
+                        let within = self.within?;
+                        within.inherited.reached(&spent, self.usage.output_tokens)
+                    })
             };
             let (choice, format) = match &mut self.typed {
                 Some(typed) => {
@@ -314,11 +333,14 @@ impl<S: EventSink> Turn<'_, S> {
                 // Tools were withdrawn and the model called one anyway.
                 self.refuse_all(&calls, limit).await
             } else {
+                let scope = self.scope(&spent);
+                scope.spent(self.usage.output_tokens, spent.tool_output_bytes);
                 let round = exec::Round {
                     calls: &calls,
                     recent: &last_calls(&history),
                     bad_arguments: &self.bad_arguments,
                     answers: &HashMap::new(),
+                    scope,
                 };
                 exec::run_calls(
                     self.inner,
@@ -332,6 +354,7 @@ impl<S: EventSink> Turn<'_, S> {
             };
             let (mut results, mut records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
                 results.into_iter().unzip();
+            self.count_usage(&records);
             if records.iter().any(|r| r.outcome == ToolOutcome::Deferred) {
                 match self
                     .keep_pending(&assembled.message, &results, &records, round + 1)
@@ -708,6 +731,28 @@ impl<S: EventSink> Turn<'_, S> {
         reply.text = text;
         reply.pending = questions;
         reply
+    }
+
+    /// What the turn hands down to the sub-agents its calls run, made at
+    /// its first tool round.
+    fn scope(&self, spent: &Spent) -> &Arc<TurnScope> {
+        self.scope.get_or_init(|| {
+            TurnScope::new(
+                self.inner,
+                &self.conversation,
+                self.user,
+                self.within,
+                self.sink.forwarder(),
+                spent.started,
+            )
+        })
+    }
+
+    /// Adds the tokens the round's calls spent (sub-agents') to the turn's.
+    fn count_usage(&mut self, records: &[ToolCallRecord]) {
+        for record in records {
+            self.usage += record.usage;
+        }
     }
 
     async fn store(&self, messages: &[Message]) -> Result<()> {

@@ -200,6 +200,11 @@ pub struct ToolContext {
     cancel: CancellationToken,
     state: SharedState,
     notifier: Option<Arc<dyn Notifier>>,
+    /// The turn that runs the call, as the agent describes it to the
+    /// sub-agents a call may start (`agent::sub::TurnScope`): permissions,
+    /// budget and events flow down through it. Kept opaque here, so the
+    /// tool layer knows nothing of agents; `None` outside a turn.
+    caller: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -225,7 +230,19 @@ impl ToolContext {
             cancel,
             state,
             notifier,
+            caller: None,
         }
+    }
+
+    /// This context for a call made by the turn `caller` describes.
+    pub(crate) fn with_caller(mut self, caller: Arc<dyn Any + Send + Sync>) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+
+    /// The turn that made the call, as given to [`with_caller`](Self::with_caller).
+    pub(crate) fn caller(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.caller.as_ref()
     }
 
     /// A context for calling a tool directly in a unit test: no state (add

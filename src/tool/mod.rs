@@ -366,6 +366,9 @@ pub struct ToolOutput {
     pub text: String,
     /// What the model sees, after the text.
     pub images: Vec<crate::message::Image>,
+    /// Tokens spent by model calls inside the tool (a sub-agent's turn),
+    /// for the calling turn's usage; zero for other tools.
+    pub(crate) spent: crate::message::Usage,
 }
 
 impl ToolOutput {
@@ -374,6 +377,7 @@ impl ToolOutput {
         Self {
             text: text.into(),
             images: Vec::new(),
+            spent: crate::message::Usage::default(),
         }
     }
 
