@@ -203,8 +203,9 @@ impl TurnScope {
         let guard = Running(Arc::clone(self));
         if running >= self.limits.max_running {
             return Err(ToolError::new(format!(
-                "{running} sub-agents are running for this turn already, the most at once: \
-                 `{tool}` was not run. Call it again once they have answered."
+                "sub-agent limit of {} running at once reached for this turn: `{tool}` was \
+                 not run. Call it again once the running ones have answered.",
+                self.limits.max_running
             )));
         }
         Ok(guard)

@@ -32,6 +32,9 @@ mod permissions;
 mod slash;
 // A running turn stopped, and messages said while it runs: steered, interrupting, queued.
 mod steering;
+// Sub-agents: an agent as a tool; rules, budgets, cancellation and events
+// flowing down; depth and fan-out limits.
+mod sub_agents;
 // Tool rounds: results sent back, failures as results, disabled tools, state.
 mod tools;
 // Typed answers: the modes' round order, retries, partial values, refusals.
