@@ -45,6 +45,8 @@ guides! {
     // docs/history.md: `SqliteHistory` and context policies.
     #[cfg(feature = "sqlite")]
     mod history;
+    // docs/multi-agent.md: agents as tools, their history, rules, budgets, events.
+    mod multi_agent;
     // docs/permissions.md: rules, decisions, deferred approvals.
     mod permissions;
     // docs/providers.md: servers, settings, retries, health, other dialects.
