@@ -181,6 +181,17 @@ pub(super) async fn answer(
                 }
                 break;
             }
+            // A sub-agent's turn: its text is for the model that called it,
+            // not for the chat, which sees it work (typing) and wait for a
+            // button press as the turn's own.
+            Some(Ok(AgentEvent::SubAgent(sub))) => match sub.innermost() {
+                AgentEvent::Status(Status::AwaitingConfirmation { .. }) => busy = false,
+                AgentEvent::Status(_) if !busy => {
+                    busy = true;
+                    typing.reset_immediately();
+                }
+                _ => {}
+            },
             Some(Ok(_)) => {}
             // Stopped (`/stop`, the Stop button, a message that interrupts):
             // what streamed stays, and whoever stopped it has their answer.

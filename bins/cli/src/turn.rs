@@ -184,6 +184,23 @@ pub(crate) async fn print_events(
                 }
                 None
             }
+            // A sub-agent's own calls, indented under the call that runs it;
+            // its text is for the model that called it.
+            Ok(AgentEvent::SubAgent(sub)) => {
+                match sub.innermost() {
+                    AgentEvent::ToolCallStarted(call) => {
+                        clear();
+                        eprintln!("  → {}: {}({})", sub.tool, call.name, call.arguments);
+                    }
+                    AgentEvent::Status(Status::RunningTool { tool }) => {
+                        if let Some(spinner) = &spinner {
+                            spinner.show(&format!("{}: running {tool}…", sub.tool));
+                        }
+                    }
+                    _ => {}
+                }
+                None
+            }
             Ok(_) => None,
             Err(error) => {
                 clear();
@@ -230,6 +247,10 @@ fn json_event(event: &AgentEvent) -> Option<serde_json::Value> {
         AgentEvent::PartialOutput(value) => json!({"type": "partial_output", "value": value}),
         AgentEvent::Done(reply) => json!({
             "type": "done", "text": reply.text, "is_refusal": reply.is_refusal, "output": reply.output,
+        }),
+        AgentEvent::SubAgent(sub) => json!({
+            "type": "sub_agent", "tool": sub.tool, "call_id": sub.call_id, "depth": sub.depth,
+            "event": json_event(&sub.event)?,
         }),
         _ => return None,
     })
