@@ -198,4 +198,37 @@ mod tests {
             "the turn's time budget of 1.5 s is used up"
         );
     }
+
+    #[test]
+    fn a_sub_agent_is_told_its_callers_limit_was_reached() {
+        let spent = Spent::new();
+        let none = Inherited::default();
+        assert_eq!(none.reached(&spent, u64::MAX), None);
+        let tokens = Inherited {
+            output_tokens: Some(4),
+            ..Inherited::default()
+        };
+        assert_eq!(tokens.reached(&spent, 3), None);
+        assert_eq!(
+            tokens.reached(&spent, 4),
+            Some(Limit::CallerOutputTokens(4))
+        );
+        let late = Inherited {
+            deadline: Some(spent.started),
+            ..Inherited::default()
+        };
+        assert_eq!(late.reached(&spent, 0), Some(Limit::CallerWallTime));
+        assert_eq!(
+            Limit::CallerWallTime.to_string(),
+            "the time the calling agent had left is used up"
+        );
+        assert_eq!(
+            Limit::CallerOutputTokens(4).to_string(),
+            "the 4 written tokens the calling agent had left are used up"
+        );
+        assert_eq!(
+            Limit::CallerToolOutputBytes(10).to_string(),
+            "the 10 bytes of tool output the calling agent had left are used up"
+        );
+    }
 }

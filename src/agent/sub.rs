@@ -622,6 +622,20 @@ impl AgentTool {
     /// one history shared by every calling conversation (and by the
     /// sub-agent's own `handle` with that id). Calls wait for each other's
     /// turns. By default, each call starts afresh.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use ferrobot::{Agent, testing::MockProvider, tool::{Effects, Tool}};
+    ///
+    /// let archivist = Agent::builder().provider(MockProvider::replying("…")).build();
+    /// let archive = archivist
+    ///     .as_tool("archive", "File a note in the team's archive.")
+    ///     .conversation("team-archive")
+    ///     .effects(Effects::NONE.idempotent())
+    ///     .timeout(Duration::from_secs(60));
+    /// assert_eq!(Tool::timeout(&archive), Some(Duration::from_secs(60)));
+    /// ```
     #[must_use]
     pub fn conversation(mut self, id: impl Into<String>) -> Self {
         self.conversation = Keep::Fixed(Arc::from(id.into()));
@@ -809,5 +823,18 @@ impl Tool for AgentTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(self.timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lower_of_two_limits_and_none_is_no_limit() {
+        assert_eq!(lower(Some(3), Some(5)), Some(3));
+        assert_eq!(lower(None, Some(5)), Some(5));
+        assert_eq!(lower(Some(3), None), Some(3));
+        assert_eq!(lower::<u32>(None, None), None);
     }
 }
