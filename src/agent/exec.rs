@@ -624,6 +624,10 @@ async fn execute(
     call_cancel.cancel();
     match outcome {
         Ok(Ok(Ok(output))) => (ToolOutcome::Ok, output),
+        // A tool that stopped with an error because the turn was cancelled
+        // (it watched its cancellation, as a sub-agent's turn does) was
+        // interrupted, whichever of the two the select saw first.
+        Ok(Ok(Err(_))) if cancel.is_cancelled() => interrupted(),
         Ok(Ok(Err(error))) if error.is_invalid_arguments() => {
             (ToolOutcome::InvalidArguments, error.to_string().into())
         }

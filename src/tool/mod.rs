@@ -359,7 +359,7 @@ impl<E: std::error::Error> From<E> for ToolError {
 /// let plain: ToolOutput = "42".into();
 /// assert!(plain.images.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ToolOutput {
     /// What the model reads.
@@ -388,6 +388,15 @@ impl ToolOutput {
         self
     }
 }
+
+/// Outputs are equal when the model reads and sees the same.
+impl PartialEq for ToolOutput {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text && self.images == other.images
+    }
+}
+
+impl Eq for ToolOutput {}
 
 /// Text alone equals its text: `assert_eq!(output, "42")`.
 impl PartialEq<str> for ToolOutput {

@@ -630,3 +630,26 @@ async fn a_task_starting_with_a_slash_is_text_for_the_sub_agent() {
     assert_eq!(reply.text, "got: read it");
     assert_eq!(child_model.requests()[0].messages[0].text(), "/help");
 }
+
+#[tokio::test]
+async fn an_agent_tool_can_be_called_alone_in_a_test() {
+    use ferrobot::ToolContext;
+    let researcher = Agent::builder()
+        .provider(MockProvider::replying("found it"))
+        .build();
+    let research = researcher.as_tool("research", "Research.");
+    let output = research
+        .call(json!({"task": "look"}), ToolContext::for_test("t"))
+        .await
+        .unwrap();
+    assert_eq!(output, "found it");
+    let error = research
+        .check_arguments(&json!({"topic": "look"}))
+        .unwrap_err();
+    assert!(error.is_invalid_arguments());
+    assert!(
+        error.message().contains("missing field `task`"),
+        "{}",
+        error.message()
+    );
+}
