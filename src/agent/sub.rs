@@ -60,13 +60,15 @@ pub struct SubAgentLimits {
     /// there. By default, 3.
     #[builder(default = 3)]
     pub max_depth: u32,
-    /// Sub-agent calls one turn of this agent may have running at once;
-    /// one more is refused, and the model is told to call again once they
-    /// answered. By default, 4.
+    /// Sub-agent calls one turn of this agent may have running at once,
+    /// its sub-agents' own included; one more is refused, and the model is
+    /// told to call again once they answered. By default, 4.
     #[builder(default = 4)]
     pub max_running: usize,
-    /// Sub-agent calls one turn of this agent may make in all; past it, the
-    /// model is told to answer with what it has. By default, 16.
+    /// Sub-agent calls one turn of this agent may make in all, its
+    /// sub-agents' own included (so it bounds the whole tree below the
+    /// turn); past it, the model is told to answer with what it has. By
+    /// default, 16.
     #[builder(default = 16)]
     pub max_calls: u32,
 }
@@ -189,35 +191,54 @@ impl TurnScope {
         std::iter::successors(self.parent.as_deref(), |s| s.parent.as_deref())
     }
 
-    /// Counts a sub-agent call of this turn in, or says why it can't run.
+    /// This turn and the turns above it, nearest first.
+    fn chain(&self) -> impl Iterator<Item = &TurnScope> {
+        std::iter::once(self).chain(self.above())
+    }
+
+    /// Counts a sub-agent call of this turn in, in this turn and every turn
+    /// above it (a turn's limits bound its sub-agents' calls too), or says
+    /// which limit refuses it.
     fn admit(self: &Arc<Self>, tool: &str) -> std::result::Result<Running, ToolError> {
-        let made = self.calls.fetch_add(1, Ordering::Relaxed);
-        if made >= self.limits.max_calls {
-            return Err(ToolError::new(format!(
-                "sub-agent call limit {} reached for this turn: `{tool}` was not run. \
-                 Answer with what you have.",
-                self.limits.max_calls
-            )));
+        for scope in self.chain() {
+            let made = scope.calls.fetch_add(1, Ordering::Relaxed);
+            if made >= scope.limits.max_calls {
+                return Err(ToolError::new(format!(
+                    "sub-agent call limit {} reached: `{tool}` was not run. \
+                     Answer with what you have.",
+                    scope.limits.max_calls
+                )));
+            }
         }
-        let running = self.running.fetch_add(1, Ordering::Relaxed);
+        for scope in self.chain() {
+            scope.running.fetch_add(1, Ordering::Relaxed);
+        }
+        // Counted as running in each turn until the guard drops, refused
+        // or not.
         let guard = Running(Arc::clone(self));
-        if running >= self.limits.max_running {
-            return Err(ToolError::new(format!(
-                "sub-agent limit of {} running at once reached for this turn: `{tool}` was \
-                 not run. Call it again once the running ones have answered.",
-                self.limits.max_running
-            )));
+        for scope in self.chain() {
+            // Its own count is in already: more than the limit is one too many.
+            if scope.running.load(Ordering::Relaxed) > scope.limits.max_running {
+                return Err(ToolError::new(format!(
+                    "sub-agent limit of {} running at once reached: `{tool}` was not run. \
+                     Call it again once the running ones have answered.",
+                    scope.limits.max_running
+                )));
+            }
         }
         Ok(guard)
     }
 }
 
-/// A sub-agent call counted as running until dropped.
+/// A sub-agent call counted as running, in its turn and those above it,
+/// until dropped.
 struct Running(Arc<TurnScope>);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::Relaxed);
+        for scope in self.0.chain() {
+            scope.running.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 

@@ -577,7 +577,7 @@ async fn a_turn_makes_at_most_its_limit_of_sub_agent_calls() {
         [
             ("found".to_owned(), false),
             (
-                "Error: sub-agent call limit 1 reached for this turn: `research` was not run. \
+                "Error: sub-agent call limit 1 reached: `research` was not run. \
                  Answer with what you have."
                     .to_owned(),
                 true
@@ -609,8 +609,8 @@ async fn a_turn_runs_at_most_its_limit_of_sub_agents_at_once() {
         [
             ("found".to_owned(), false),
             (
-                "Error: sub-agent limit of 1 running at once reached for this turn: `research` \
-                 was not run. Call it again once the running ones have answered."
+                "Error: sub-agent limit of 1 running at once reached: `research` was not \
+                 run. Call it again once the running ones have answered."
                     .to_owned(),
                 true
             )
@@ -651,5 +651,44 @@ async fn an_agent_tool_can_be_called_alone_in_a_test() {
         error.message().contains("missing field `task`"),
         "{}",
         error.message()
+    );
+}
+
+#[tokio::test]
+async fn a_turns_call_limit_counts_its_sub_agents_calls_too() {
+    let grandchild_model = MockProvider::replying("deep");
+    let grandchild = Agent::builder().provider(grandchild_model.clone()).build();
+    // The child calls `lookup` twice in one round; its own limit (16)
+    // allows it, the lead's (2, one already spent on `research`) doesn't.
+    let child_model = MockProvider::new()
+        .then(
+            MockTurn::new()
+                .tool_call("lookup", json!({"task": "a"}))
+                .tool_call("lookup", json!({"task": "b"})),
+        )
+        .then(MockTurn::new().text("half done"));
+    let child = Agent::builder()
+        .provider(child_model.clone())
+        .tool(grandchild.as_tool("lookup", "Look up."))
+        .build();
+    let lead = Agent::builder()
+        .provider(calling("research", json!({"task": "y"})))
+        .tool(child.as_tool("research", "Research."))
+        .sub_agent_limits(SubAgentLimits::builder().max_calls(2).build())
+        .build();
+    let reply = lead.handle("alice", "go").await.unwrap();
+    assert_eq!(reply.text, "got: half done");
+    assert_eq!(grandchild_model.requests().len(), 1);
+    assert_eq!(
+        results_of(&child_model.requests()[1]),
+        [
+            ("deep".to_owned(), false),
+            (
+                "Error: sub-agent call limit 2 reached: `lookup` was not run. \
+                 Answer with what you have."
+                    .to_owned(),
+                true
+            )
+        ]
     );
 }
