@@ -364,10 +364,6 @@ pub struct ToolCallRecord {
     pub images: Vec<crate::message::Image>,
     /// Time from the decision to run until the result, confirmation included.
     pub duration: Duration,
-    /// Tokens the call spent on model calls of its own: a sub-agent's turn
-    /// ([`Agent::as_tool`](super::Agent::as_tool)); zero for other tools.
-    /// [`Reply::usage`] counts them.
-    pub usage: Usage,
     /// What the [`Policy`](crate::policy::Policy) said, and which rule or
     /// default said it; `None` for a call turned back before it was asked
     /// (unknown tool, bad arguments).
@@ -390,8 +386,9 @@ pub struct Reply {
     pub reasoning: Option<String>,
     /// Whether the model refused.
     pub is_refusal: bool,
-    /// Token counts of every model call of the turn, added up, the
-    /// sub-agents' it ran included ([`ToolCallRecord::usage`]).
+    /// Token counts of every model call of the turn, added up, those of the
+    /// sub-agents it ran ([`Agent::as_tool`](super::Agent::as_tool))
+    /// included.
     pub usage: Usage,
     /// Every tool call of the turn, in order.
     pub tool_calls: Vec<ToolCallRecord>,
@@ -596,7 +593,6 @@ mod tests {
             content: content.to_owned(),
             images: Vec::new(),
             duration: Duration::from_millis(3),
-            usage: Usage::default(),
             verdict: None,
             decision: None,
             approver: None,
@@ -694,6 +690,14 @@ mod tests {
             line(&AgentEvent::Done(refusal)),
             r#"done refusal "I can't.""#
         );
+    }
+
+    #[test]
+    fn an_event_fits_memcpys_fast_path() {
+        // Every streamed chunk moves an event a few times; past 256 bytes
+        // each move takes memcpy's slower loop (measured: ../shared/perf
+        // instr.sh, s1, when `ToolCallRecord` grew by a `Usage`).
+        assert!(std::mem::size_of::<AgentEvent>() <= 256);
     }
 
     #[test]

@@ -671,11 +671,7 @@ fn finished(
     output: ToolOutput,
     duration: Duration,
 ) -> (ToolResult, ToolCallRecord) {
-    let ToolOutput {
-        text,
-        images,
-        spent,
-    } = output;
+    let ToolOutput { text, images } = output;
     let result = if outcome.is_ok() {
         ToolResult::ok(&call.id, text.clone())
     } else {
@@ -688,7 +684,6 @@ fn finished(
         content: text,
         images,
         duration,
-        usage: spent,
         verdict: None,
         decision: None,
         approver: None,

@@ -48,6 +48,14 @@ pub(super) async fn run(
         Err(message) => return text_reply(format!("/{name}: {message}")),
     };
     let call = ToolCall::new(generate_call_id(), name, arguments);
+    let scope = super::sub::TurnScope::new(
+        inner,
+        conversation,
+        user,
+        None,
+        sink.forwarder(),
+        tokio::time::Instant::now(),
+    );
     let mut results = exec::run_calls(
         inner,
         conversation,
@@ -57,14 +65,7 @@ pub(super) async fn run(
             recent: &[],
             bad_arguments: &Default::default(),
             answers: &Default::default(),
-            scope: &super::sub::TurnScope::new(
-                inner,
-                conversation,
-                user,
-                None,
-                sink.forwarder(),
-                tokio::time::Instant::now(),
-            ),
+            scope: &scope,
         },
         sink,
         cancel,
@@ -73,7 +74,7 @@ pub(super) async fn run(
     let (_, record) = results.pop().expect("one call gives one result");
     Reply {
         text: record.content.clone(),
-        usage: record.usage,
+        usage: scope.take_spent(),
         tool_calls: vec![record],
         ..Reply::default()
     }

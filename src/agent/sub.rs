@@ -30,7 +30,7 @@ use super::event::{AgentEvent, Reply, SubAgentEvent};
 use super::{Agent, EventSink, Inner, NoSink, TurnRequest, WhileBusy, turn};
 use crate::confirm::ConfirmHandler;
 use crate::error::{Error, Result};
-use crate::message::ToolSpec;
+use crate::message::{ToolSpec, Usage};
 use crate::policy::{Approval, Policy, Verdict};
 use crate::tool::arguments::{normalize, parse_whole};
 use crate::tool::{Constraints, Effects, Tool, ToolContext, ToolError, ToolOutput};
@@ -111,6 +111,9 @@ pub(crate) struct TurnScope {
     /// Sub-agent calls made, and running now.
     calls: AtomicU32,
     running: AtomicUsize,
+    /// Tokens the sub-agents of the turn's calls spent since the turn last
+    /// took them (input, output, reasoning, cached): the turn's too.
+    children: [AtomicU64; 4],
 }
 
 impl fmt::Debug for TurnScope {
@@ -163,7 +166,29 @@ impl TurnScope {
             bytes_spent: AtomicUsize::new(0),
             calls: AtomicU32::new(0),
             running: AtomicUsize::new(0),
+            children: Default::default(),
         })
+    }
+
+    /// The tokens the turn's sub-agents spent since the last call, to add
+    /// to the turn's usage (and budget).
+    pub(crate) fn take_spent(&self) -> Usage {
+        let [input, output, reasoning, cached] = &self.children;
+        Usage {
+            input_tokens: input.swap(0, Ordering::Relaxed),
+            output_tokens: output.swap(0, Ordering::Relaxed),
+            reasoning_tokens: reasoning.swap(0, Ordering::Relaxed),
+            cached_tokens: cached.swap(0, Ordering::Relaxed),
+        }
+    }
+
+    /// Counts the tokens a sub-agent's turn spent.
+    fn add_spent(&self, usage: Usage) {
+        let [input, output, reasoning, cached] = &self.children;
+        input.fetch_add(usage.input_tokens, Ordering::Relaxed);
+        output.fetch_add(usage.output_tokens, Ordering::Relaxed);
+        reasoning.fetch_add(usage.reasoning_tokens, Ordering::Relaxed);
+        cached.fetch_add(usage.cached_tokens, Ordering::Relaxed);
     }
 
     /// Notes what the turn has used, before a tool round.
@@ -744,6 +769,9 @@ impl AgentTool {
             }
             None => turn::run(inner, Arc::clone(&conversation), &request, &NoSink, cancel).await,
         };
+        if let (Some(caller), Ok(reply)) = (&caller, &ended) {
+            caller.add_spent(reply.usage);
+        }
         if let Ok(reply) = &ended
             && !reply.pending.is_empty()
             && let Err(error) = inner.history.set_pending(&conversation, None).await
@@ -771,11 +799,7 @@ fn answer(name: &str, ended: Result<Reply>) -> std::result::Result<ToolOutput, T
                 calls.join(", ")
             )))
         }
-        Ok(reply) => {
-            let mut output = ToolOutput::text(reply.text);
-            output.spent = reply.usage;
-            Ok(output)
-        }
+        Ok(reply) => Ok(ToolOutput::text(reply.text)),
         Err(Error::Cancelled) => Err(ToolError::new(format!("`{name}` was stopped."))),
         Err(error) => Err(ToolError::new(format!(
             "the sub-agent `{name}` failed: {}. Answer without it, or try again later.",

@@ -1,7 +1,7 @@
 //! The turn loop: model call, tool round, repeat.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -84,7 +84,7 @@ pub(super) async fn run(
         bad_arguments: HashMap::new(),
         typed,
         within: request.within.as_ref(),
-        scope: OnceLock::new(),
+        scope: None,
     };
     let ended = match start {
         Start::Message(message) => turn.run(message).instrument(span).await,
@@ -161,8 +161,9 @@ struct Turn<'a, S> {
     /// Where a sub-agent's turn stands; `None` for a program's turn.
     within: Option<&'a Within>,
     /// What the turn's tool calls hand down to sub-agents, made at its
-    /// first tool round.
-    scope: OnceLock<Arc<TurnScope>>,
+    /// first tool round. (Not a `OnceLock`: a cell in the turn would cost
+    /// every streamed chunk, its fields no longer known not to change.)
+    scope: Option<Arc<TurnScope>>,
 }
 
 /// How one model call ended.
@@ -209,12 +210,13 @@ impl<S: EventSink> Turn<'_, S> {
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
         super::images::prepare(self.inner, &mut history).await;
         let calls: Vec<ToolCall> = pending.waiting.iter().map(|w| w.call.clone()).collect();
+        let scope = self.scope(&spent);
         let round = exec::Round {
             calls: &calls,
             recent: &last_calls(&history),
             bad_arguments: &self.bad_arguments,
             answers: &answers,
-            scope: self.scope(&spent),
+            scope: &scope,
         };
         let decided = exec::run_calls(
             self.inner,
@@ -227,7 +229,7 @@ impl<S: EventSink> Turn<'_, S> {
         .await;
         let (mut results, records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
             decided.into_iter().unzip();
-        self.count_usage(&records);
+        self.usage += scope.take_spent();
         results.extend(pending.results.iter().cloned());
         // In the order the model made the calls, as the first round would have.
         let order: Vec<&str> = pending
@@ -265,13 +267,7 @@ impl<S: EventSink> Turn<'_, S> {
             let limit = if round >= self.inner.max_tool_rounds {
                 Some(Limit::Rounds(self.inner.max_tool_rounds))
             } else {
-                self.inner
-                    .budget
-                    .reached(&spent, self.usage.output_tokens)
-                    .or_else(|| {
-                        let within = self.within?;
-                        within.inherited.reached(&spent, self.usage.output_tokens)
-                    })
+                self.budget_reached(&spent)
             };
             let (choice, format) = match &mut self.typed {
                 Some(typed) => {
@@ -334,6 +330,7 @@ impl<S: EventSink> Turn<'_, S> {
                 self.refuse_all(&calls, limit).await
             } else {
                 let scope = self.scope(&spent);
+                let scope = &scope;
                 scope.spent(self.usage.output_tokens, spent.tool_output_bytes);
                 let round = exec::Round {
                     calls: &calls,
@@ -342,7 +339,7 @@ impl<S: EventSink> Turn<'_, S> {
                     answers: &HashMap::new(),
                     scope,
                 };
-                exec::run_calls(
+                let results = exec::run_calls(
                     self.inner,
                     &self.conversation,
                     self.user,
@@ -350,11 +347,13 @@ impl<S: EventSink> Turn<'_, S> {
                     self.sink,
                     self.cancel,
                 )
-                .await
+                .await;
+                // The tokens the round's sub-agents spent are the turn's.
+                self.usage += scope.take_spent();
+                results
             };
             let (mut results, mut records): (Vec<ToolResult>, Vec<ToolCallRecord>) =
                 results.into_iter().unzip();
-            self.count_usage(&records);
             if records.iter().any(|r| r.outcome == ToolOutcome::Deferred) {
                 match self
                     .keep_pending(&assembled.message, &results, &records, round + 1)
@@ -733,10 +732,22 @@ impl<S: EventSink> Turn<'_, S> {
         reply
     }
 
+    /// The first budget limit the turn has reached, its own or (a
+    /// sub-agent's turn) what its caller had left.
+    fn budget_reached(&self, spent: &Spent) -> Option<Limit> {
+        let tokens = self.usage.output_tokens;
+        let own = self.inner.budget.reached(spent, tokens);
+        own.or_else(|| self.within?.inherited.reached(spent, tokens))
+    }
+
     /// What the turn hands down to the sub-agents its calls run, made at
     /// its first tool round.
-    fn scope(&self, spent: &Spent) -> &Arc<TurnScope> {
-        self.scope.get_or_init(|| {
+    // Out of line: inlined into the turn's state machine, it tipped the
+    // compiler into no longer inlining the model call's stream polling,
+    // which cost every streamed chunk (../shared/perf instr.sh, s1).
+    #[inline(never)]
+    fn scope(&mut self, spent: &Spent) -> Arc<TurnScope> {
+        let scope = self.scope.get_or_insert_with(|| {
             TurnScope::new(
                 self.inner,
                 &self.conversation,
@@ -745,14 +756,8 @@ impl<S: EventSink> Turn<'_, S> {
                 self.sink.forwarder(),
                 spent.started,
             )
-        })
-    }
-
-    /// Adds the tokens the round's calls spent (sub-agents') to the turn's.
-    fn count_usage(&mut self, records: &[ToolCallRecord]) {
-        for record in records {
-            self.usage += record.usage;
-        }
+        });
+        Arc::clone(scope)
     }
 
     async fn store(&self, messages: &[Message]) -> Result<()> {

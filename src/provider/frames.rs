@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
-use futures_util::StreamExt;
 
 use super::endpoint::Tap;
 use super::http::{IdleTimer, transport_error};
@@ -294,7 +293,12 @@ where
                 this.done = true;
                 this.finish()
             } else {
-                match this.body.poll_next_unpin(cx) {
+                // The stream's own `poll_next`, not `StreamExt::poll_next_unpin`:
+                // that helper isn't `#[inline]`, so whether it is inlined here
+                // depended on how the crate's code fell into codegen units,
+                // and unrelated code moved it out, at a cost per chunk
+                // (../shared/perf instr.sh).
+                match Pin::new(&mut this.body).poll_next(cx) {
                     Poll::Ready(Some(Ok(bytes))) => {
                         if let Some(tap) = &this.tap {
                             tap.chunk(&bytes);

@@ -359,16 +359,13 @@ impl<E: std::error::Error> From<E> for ToolError {
 /// let plain: ToolOutput = "42".into();
 /// assert!(plain.images.is_empty());
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolOutput {
     /// What the model reads.
     pub text: String,
     /// What the model sees, after the text.
     pub images: Vec<crate::message::Image>,
-    /// Tokens spent by model calls inside the tool (a sub-agent's turn),
-    /// for the calling turn's usage; zero for other tools.
-    pub(crate) spent: crate::message::Usage,
 }
 
 impl ToolOutput {
@@ -377,7 +374,6 @@ impl ToolOutput {
         Self {
             text: text.into(),
             images: Vec::new(),
-            spent: crate::message::Usage::default(),
         }
     }
 
@@ -388,15 +384,6 @@ impl ToolOutput {
         self
     }
 }
-
-/// Outputs are equal when the model reads and sees the same.
-impl PartialEq for ToolOutput {
-    fn eq(&self, other: &Self) -> bool {
-        self.text == other.text && self.images == other.images
-    }
-}
-
-impl Eq for ToolOutput {}
 
 /// Text alone equals its text: `assert_eq!(output, "42")`.
 impl PartialEq<str> for ToolOutput {

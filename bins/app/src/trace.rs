@@ -44,18 +44,28 @@ impl TurnTrace {
         }
     }
 
-    /// Notes one event.
+    /// Notes one event. A sub-agent's model and tool calls are noted too,
+    /// with `"agent"` naming the tools that ran it (`research`, or
+    /// `research/lookup` for its own sub-agent's).
     pub fn record(&mut self, event: &AgentEvent) {
-        match event {
+        self.note(event, None);
+    }
+
+    fn note(&mut self, event: &AgentEvent, agent: Option<&str>) {
+        let mut entry = match event {
+            AgentEvent::SubAgent(sub) => {
+                let path = match agent {
+                    Some(above) => format!("{above}/{}", sub.tool),
+                    None => sub.tool.clone(),
+                };
+                return self.note(&sub.event, Some(&path));
+            }
             AgentEvent::Usage(Usage {
                 input_tokens,
                 output_tokens,
                 ..
-            }) => {
-                self.model_calls
-                    .push(json!({"input_tokens": input_tokens, "output_tokens": output_tokens}));
-            }
-            AgentEvent::ToolCallFinished(record) => self.tool_calls.push(json!({
+            }) => json!({"input_tokens": input_tokens, "output_tokens": output_tokens}),
+            AgentEvent::ToolCallFinished(record) => json!({
                 "name": record.call.name,
                 "arguments": record.call.arguments,
                 "outcome": format!("{:?}", record.outcome),
@@ -68,8 +78,16 @@ impl TurnTrace {
                 })),
                 "decision": record.decision.as_ref().map(decision),
                 "approver": record.approver,
-            })),
-            _ => {}
+            }),
+            _ => return,
+        };
+        if let Some(agent) = agent {
+            entry["agent"] = json!(agent);
+        }
+        if matches!(event, AgentEvent::Usage(_)) {
+            self.model_calls.push(entry);
+        } else {
+            self.tool_calls.push(entry);
         }
     }
 
@@ -117,4 +135,29 @@ pub fn append_trace(path: &Path, record: &Value) -> std::io::Result<()> {
         .append(true)
         .open(path)?
         .write_all(&line)
+}
+
+#[cfg(test)]
+mod tests {
+    use ferrobot::agent::SubAgentEvent;
+
+    use super::*;
+
+    #[test]
+    fn a_sub_agents_model_calls_are_noted_with_the_tools_that_ran_it() {
+        let usage = AgentEvent::Usage(Usage {
+            input_tokens: 3,
+            output_tokens: 2,
+            ..Usage::default()
+        });
+        let nested = SubAgentEvent::new("lookup", "call_2", 2, usage.clone());
+        let sub = SubAgentEvent::new("research", "call_1", 1, AgentEvent::SubAgent(nested));
+        let mut trace = TurnTrace::new("alice", "hi");
+        trace.record(&usage);
+        trace.record(&AgentEvent::SubAgent(sub));
+        let record = trace.finish(Ok("done"));
+        assert!(record["model_calls"][0].get("agent").is_none());
+        assert_eq!(record["model_calls"][1]["agent"], "research/lookup");
+        assert_eq!(record["model_calls"][1]["output_tokens"], 2);
+    }
 }
