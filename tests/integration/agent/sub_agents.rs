@@ -691,3 +691,17 @@ async fn a_turns_call_limit_counts_its_sub_agents_calls_too() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_slash_command_runs_a_sub_agent_and_counts_its_tokens() {
+    let child_model = MockProvider::new().then(MockTurn::new().text("found it").usage(usage(4)));
+    let researcher = Agent::builder().provider(child_model.clone()).build();
+    let lead = Agent::builder()
+        .provider(MockProvider::new())
+        .tool(researcher.as_tool("research", "Research."))
+        .build();
+    let reply = lead.handle("alice", "/research task=hello").await.unwrap();
+    assert_eq!(reply.text, "found it");
+    assert_eq!(reply.usage.output_tokens, 4);
+    assert_eq!(child_model.requests()[0].messages[0].text(), "hello");
+}
