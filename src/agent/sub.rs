@@ -192,7 +192,7 @@ impl TurnScope {
     }
 
     /// Notes what the turn has used, before a tool round.
-    pub(crate) fn spent(&self, output_tokens: u64, tool_output_bytes: usize) {
+    pub(crate) fn note_spent(&self, output_tokens: u64, tool_output_bytes: usize) {
         self.tokens_spent.store(output_tokens, Ordering::Relaxed);
         self.bytes_spent.store(tool_output_bytes, Ordering::Relaxed);
     }

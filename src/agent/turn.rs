@@ -331,7 +331,7 @@ impl<S: EventSink> Turn<'_, S> {
             } else {
                 let scope = self.scope(&spent);
                 let scope = &scope;
-                scope.spent(self.usage.output_tokens, spent.tool_output_bytes);
+                scope.note_spent(self.usage.output_tokens, spent.tool_output_bytes);
                 let round = exec::Round {
                     calls: &calls,
                     recent: &last_calls(&history),
