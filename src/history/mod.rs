@@ -27,7 +27,9 @@ pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use memory::MemoryHistory;
 pub use pending::{PendingCall, PendingTurn};
 pub use scheduled::{LaterMessage, Recurrence, Schedule};
-pub(crate) use scheduled::{from_secs, to_secs, whole_secs};
+#[cfg(feature = "sqlite")]
+pub(crate) use scheduled::{from_secs, to_secs};
+pub(crate) use scheduled::whole_secs;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteHistory;
