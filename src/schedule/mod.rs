@@ -24,7 +24,9 @@
 //!     .tools(schedule::tools())          // schedule_prompt, list_schedules, cancel_schedule
 //!     .state(scheduler.clone())          // how the tools and notify_later reach it
 //!     .build();
-//! let notifier = |chat: String, text: String| async move { /* post `text` to `chat` */ };
+//! let notifier = |chat: String, text: String| async move {
+//!     tracing::info!(%chat, %text, "posting"); // a bot posts `text` to `chat`
+//! };
 //! let running = tokio::spawn(scheduler.run(agent, notifier));
 //! # running.abort();
 //! # }

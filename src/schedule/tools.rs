@@ -104,7 +104,7 @@ pub async fn list_schedules(
         .join("\n"))
 }
 
-/// Cancel a prompt scheduled in this chat, by its id (see list_schedules).
+/// Cancel a prompt scheduled in this chat, by its id (see `list_schedules`).
 #[tool(destructive, idempotent)]
 pub async fn cancel_schedule(
     ctx: ToolContext,
