@@ -433,18 +433,24 @@ impl Run {
             Ok(next) => next,
             Err(error) => {
                 // Its recurrence can't be read any more (a time zone gone
-                // from the database): say so once, and stop it.
-                tracing::warn!(schedule = schedule.id, error = %error, "a schedule's recurrence can't be read; it stops");
-                self.notifier
-                    .notify(
-                        schedule.conversation.clone(),
-                        format!(
-                            "Scheduled prompt {} (“{}”) stopped: {error}",
-                            schedule.id, schedule.prompt
-                        ),
-                    )
-                    .await;
-                None
+                // from the database): it goes, and the chat is told why.
+                tracing::warn!(schedule = schedule.id, error = %error, "a schedule's recurrence can't be read; removing it");
+                return match self.store.remove_schedule(schedule.id).await {
+                    Ok(true) => {
+                        self.notifier
+                            .notify(
+                                schedule.conversation.clone(),
+                                format!(
+                                    "Scheduled prompt {} (“{}”) stopped: {error}",
+                                    schedule.id, schedule.prompt
+                                ),
+                            )
+                            .await;
+                        true
+                    }
+                    Ok(false) => true,
+                    Err(error) => !store_failed("remove an unreadable schedule", &error),
+                };
             }
         };
         match self

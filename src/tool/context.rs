@@ -309,7 +309,12 @@ impl ToolContext {
             if let Some(scheduler) = self.state::<crate::schedule::Scheduler>() {
                 match scheduler.send_later(&self.conversation, &text, delay).await {
                     Ok(()) => return Ok(()),
-                    Err(crate::schedule::ScheduleError::NotRunning) => {}
+                    Err(
+                        crate::schedule::ScheduleError::NotRunning
+                        | crate::schedule::ScheduleError::Store(
+                            crate::history::HistoryError::Unsupported { .. },
+                        ),
+                    ) => {}
                     Err(error) => {
                         tracing::warn!(error = %error.chain(), "a later message could not be stored; it waits in memory");
                     }

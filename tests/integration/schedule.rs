@@ -107,6 +107,9 @@ fn run_with(
         .history(store)
         .tools(schedule::tools())
         .tool(remind)
+        .tool(from_fn("disk", "Disk usage.", |_: Value, _| async {
+            "/ is 41% full"
+        }))
         .state(scheduler.clone())
         // `cancel_schedule` is destructive: asked about, and allowed here.
         .confirm(|_: ferrobot::confirm::ConfirmRequest| async {
@@ -552,4 +555,19 @@ async fn without_a_running_scheduler_tools_say_so_and_later_messages_wait_in_mem
         .await
         .unwrap_err();
     assert!(matches!(error, schedule::ScheduleError::NotRunning));
+}
+
+#[tokio::test]
+async fn a_scheduled_slash_command_runs_its_tool_without_the_model() {
+    let clock = ManualClock::new(start());
+    let model = MockProvider::replying("unused");
+    let requests = model.clone();
+    let bot = run(model, MemoryHistory::new(), &clock);
+    bot.scheduler
+        .add("ann", "/disk", Recurrence::every(HOUR).unwrap())
+        .await
+        .unwrap();
+    clock.advance(HOUR);
+    assert_eq!(bot.posted(1).await[0].1, "/ is 41% full");
+    assert!(requests.requests().is_empty());
 }
