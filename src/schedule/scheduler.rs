@@ -144,6 +144,14 @@ impl Scheduler {
     /// # Errors
     /// [`ScheduleError::TimeZone`] for a zone the time zone database
     /// doesn't know.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::schedule::Scheduler;
+    /// let scheduler = Scheduler::new().time_zone("Europe/Paris").unwrap();
+    /// assert_eq!(scheduler.time_zone_name(), "Europe/Paris");
+    /// assert!(Scheduler::new().time_zone("Europe/Pariss").is_err());
+    /// ```
     pub fn time_zone(mut self, name: &str) -> Result<Self, ScheduleError> {
         let zone = time_zone(name)?;
         let settings = Arc::make_mut(&mut self.settings);
@@ -267,6 +275,26 @@ impl Scheduler {
     /// # Errors
     /// [`ScheduleError::NotRunning`] before [`run`](Self::run) is called,
     /// [`ScheduleError::Store`] when the store fails.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), ferrobot::schedule::ScheduleError> {
+    /// use std::time::Duration;
+    /// use ferrobot::history::Recurrence;
+    /// use ferrobot::schedule::Scheduler;
+    /// use ferrobot::{Agent, testing::MockProvider};
+    ///
+    /// let scheduler = Scheduler::new();
+    /// let agent = Agent::builder().provider(MockProvider::replying("ok")).build();
+    /// let running = tokio::spawn(scheduler.run(agent, |_: String, _: String| async {}));
+    /// let made = scheduler.add("alice", "water the plants", Recurrence::every(Duration::from_secs(86_400))?).await?;
+    /// assert_eq!(scheduler.schedules(Some("alice")).await?.len(), 1);
+    /// assert!(scheduler.describe(&made).starts_with("1: “water the plants”, every 1d; next "));
+    /// assert!(scheduler.cancel(made.id).await?);
+    /// assert!(scheduler.schedules(None).await?.is_empty());
+    /// running.abort();
+    /// # Ok(()) }
+    /// ```
     pub async fn cancel(&self, id: u64) -> Result<bool, ScheduleError> {
         let removed = self.store()?.remove_schedule(id).await?;
         self.shared.wake.notify_one();
@@ -282,6 +310,28 @@ impl Scheduler {
     /// [`ScheduleError::NotRunning`] when no loop runs (nothing would send
     /// it), [`ScheduleError::Store`] when the store fails or keeps no later
     /// messages.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), ferrobot::schedule::ScheduleError> {
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use ferrobot::schedule::{ManualClock, Scheduler};
+    /// use ferrobot::{Agent, testing::MockProvider};
+    ///
+    /// let clock = ManualClock::new(UNIX_EPOCH);
+    /// let scheduler = Scheduler::new().clock(clock.clone());
+    /// let agent = Agent::builder().provider(MockProvider::replying("ok")).build();
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let running = tokio::spawn(scheduler.run(agent, move |chat: String, text: String| {
+    ///     let _ = tx.send(format!("{chat}: {text}"));
+    ///     async {}
+    /// }));
+    /// scheduler.send_later("alice", "Rebooting now.", Duration::from_secs(60)).await?;
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(rx.recv().await.as_deref(), Some("alice: Rebooting now."));
+    /// running.abort();
+    /// # Ok(()) }
+    /// ```
     pub async fn send_later(
         &self,
         conversation: &str,
