@@ -20,6 +20,8 @@
 //! - `bot` (feature `bot`): for a bot on any chat platform: the `Channel`
 //!   trait, `serve`, menus, confirmation questions, message splitting.
 //! - `tools` (feature `tools`): ready-made system tools and command tools.
+//! - `schedule` (feature `schedule`): scheduled prompts (cron or interval,
+//!   in a time zone) and later messages that survive restarts.
 //!
 //! ferrobot's own CLI, Telegram and Discord bots are built on these; their
 //! config and wiring live in the `bins/app` crate, never in the library.
@@ -30,7 +32,7 @@
 // `#[tool]` writes `::ferrobot::…` paths; this makes them resolve inside
 // ferrobot itself, for the batteries-included tools. (The lint misses uses
 // from macro output.)
-#[cfg(feature = "tools")]
+#[cfg(any(feature = "tools", feature = "schedule"))]
 #[allow(unused_extern_crates)]
 extern crate self as ferrobot;
 
@@ -44,6 +46,9 @@ pub mod history;
 pub mod message;
 pub mod policy;
 pub mod provider;
+#[cfg(feature = "schedule")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
+pub mod schedule;
 pub mod testing;
 pub mod tool;
 #[cfg(feature = "tools")]

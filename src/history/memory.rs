@@ -1,13 +1,14 @@
 //! The in-memory history store.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use futures_util::future::BoxFuture;
 
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, PendingTurn, SearchHit, now, searchable_text,
-    title_of,
+    ConversationInfo, HistoryError, HistoryStore, LaterMessage, PendingTurn, Schedule, SearchHit,
+    now, searchable_text, title_of, whole_secs,
 };
 use crate::message::Message;
 use crate::policy::Approval;
@@ -29,6 +30,17 @@ use crate::policy::Approval;
 #[derive(Debug, Default)]
 pub struct MemoryHistory {
     conversations: Mutex<HashMap<String, Conversation>>,
+    scheduled: Mutex<Scheduled>,
+}
+
+/// Schedules and later messages, by id; ids count up from 1 and are never
+/// reused, as in the SQLite store.
+#[derive(Debug, Default)]
+struct Scheduled {
+    last_schedule: u64,
+    last_later: u64,
+    schedules: BTreeMap<u64, Schedule>,
+    later: BTreeMap<u64, LaterMessage>,
 }
 
 #[derive(Debug)]
@@ -62,6 +74,11 @@ impl MemoryHistory {
         // A panic elsewhere while holding the lock cannot leave a half-written
         // conversation (every write is a single extend), so poisoning is ignored.
         f(&mut self.conversations.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn scheduled<T>(&self, f: impl FnOnce(&mut Scheduled) -> T) -> T {
+        // Every write is a single insert, remove or field update.
+        f(&mut self.scheduled.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Runs `f` on the conversation, created (at `time`) if it has no entry.
@@ -244,5 +261,125 @@ impl HistoryStore for MemoryHistory {
         });
         hits.truncate(limit);
         Box::pin(async move { Ok(hits) })
+    }
+
+    fn add_schedule<'a>(
+        &'a self,
+        schedule: &'a Schedule,
+    ) -> BoxFuture<'a, Result<u64, HistoryError>> {
+        let id = self.scheduled(|s| {
+            s.last_schedule += 1;
+            let mut stored = schedule.clone();
+            stored.id = s.last_schedule;
+            stored.next_due = stored.next_due.map(whole_secs);
+            s.schedules.insert(s.last_schedule, stored);
+            s.last_schedule
+        });
+        Box::pin(async move { Ok(id) })
+    }
+
+    fn schedules<'a>(
+        &'a self,
+        conversation: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Schedule>, HistoryError>> {
+        let found = self.scheduled(|s| {
+            s.schedules
+                .values()
+                .filter(|x| conversation.is_none_or(|c| x.conversation == c))
+                .cloned()
+                .collect()
+        });
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let removed = self.scheduled(|s| s.schedules.remove(&id).is_some());
+        Box::pin(async move { Ok(removed) })
+    }
+
+    fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
+        let mut due: Vec<Schedule> = self.scheduled(|s| {
+            s.schedules
+                .values()
+                .filter(|x| x.next_due.is_some_and(|at| at <= now))
+                .cloned()
+                .collect()
+        });
+        due.sort_by_key(|x| (x.next_due, x.id));
+        Box::pin(async move { Ok(due) })
+    }
+
+    fn claim_schedule(
+        &self,
+        id: u64,
+        from: Option<SystemTime>,
+        to: Option<SystemTime>,
+    ) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let claimed = self.scheduled(|s| match s.schedules.get_mut(&id) {
+            Some(x) if x.next_due == from => {
+                x.next_due = to.map(whole_secs);
+                true
+            }
+            _ => false,
+        });
+        Box::pin(async move { Ok(claimed) })
+    }
+
+    fn record_schedule_run<'a>(
+        &'a self,
+        id: u64,
+        at: SystemTime,
+        error: Option<&'a str>,
+        attempts: u32,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        self.scheduled(|s| {
+            if let Some(x) = s.schedules.get_mut(&id) {
+                x.last_run = Some(whole_secs(at));
+                x.last_error = error.map(str::to_owned);
+                x.attempts = attempts;
+            }
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn add_later_message<'a>(
+        &'a self,
+        message: &'a LaterMessage,
+    ) -> BoxFuture<'a, Result<u64, HistoryError>> {
+        let id = self.scheduled(|s| {
+            s.last_later += 1;
+            let mut stored = message.clone();
+            stored.id = s.last_later;
+            stored.due = whole_secs(stored.due);
+            s.later.insert(s.last_later, stored);
+            s.last_later
+        });
+        Box::pin(async move { Ok(id) })
+    }
+
+    fn due_later_messages(
+        &self,
+        now: SystemTime,
+    ) -> BoxFuture<'_, Result<Vec<LaterMessage>, HistoryError>> {
+        let mut due: Vec<LaterMessage> =
+            self.scheduled(|s| s.later.values().filter(|m| m.due <= now).cloned().collect());
+        due.sort_by_key(|m| (m.due, m.id));
+        Box::pin(async move { Ok(due) })
+    }
+
+    fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let taken = self.scheduled(|s| s.later.remove(&id).is_some());
+        Box::pin(async move { Ok(taken) })
+    }
+
+    fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
+        let next = self.scheduled(|s| {
+            s.schedules
+                .values()
+                .filter_map(|x| x.next_due)
+                .chain(s.later.values().map(|m| m.due))
+                .min()
+        });
+        Box::pin(async move { Ok(next) })
     }
 }

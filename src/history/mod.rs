@@ -12,10 +12,12 @@
 mod context;
 mod memory;
 mod pending;
+mod scheduled;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -24,6 +26,10 @@ pub use context::{CharEstimate, Compaction, ContextPolicy, IMAGE_TOKENS, TokenEs
 pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use memory::MemoryHistory;
 pub use pending::{PendingCall, PendingTurn};
+pub(crate) use scheduled::whole_secs;
+pub use scheduled::{LaterMessage, Recurrence, Schedule};
+#[cfg(feature = "sqlite")]
+pub(crate) use scheduled::{from_secs, to_secs};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteHistory;
@@ -195,6 +201,149 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
             })
         })
     }
+
+    /// Keeps a scheduled prompt and returns the id the store gave it (the
+    /// schedule's own `id` is ignored). Ids are never reused, so a stale id
+    /// can't cancel a newer schedule. By default,
+    /// [`HistoryError::Unsupported`]: the store keeps no schedules.
+    ///
+    /// # Errors
+    /// When the store fails or keeps no schedules.
+    fn add_schedule<'a>(
+        &'a self,
+        schedule: &'a Schedule,
+    ) -> BoxFuture<'a, Result<u64, HistoryError>> {
+        let _ = schedule;
+        unsupported("add_schedule")
+    }
+
+    /// The schedules of `conversation`, or of every conversation (`None`),
+    /// oldest first. By default, [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no schedules.
+    fn schedules<'a>(
+        &'a self,
+        conversation: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Schedule>, HistoryError>> {
+        let _ = conversation;
+        unsupported("schedules")
+    }
+
+    /// Forgets schedule `id`; returns whether it was there. By default,
+    /// [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no schedules.
+    fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let _ = id;
+        unsupported("remove_schedule")
+    }
+
+    /// The schedules due at `now` (their next due time at or before it),
+    /// earliest first. The scheduler calls it when it wakes, then
+    /// [`claim_schedule`](Self::claim_schedule)s each before running it. By
+    /// default, [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no schedules.
+    fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
+        let _ = now;
+        unsupported("due_schedules")
+    }
+
+    /// Claims a due time of schedule `id`: moves its next due time from
+    /// `from` to `to`, atomically, only if it still is `from` (a
+    /// compare-and-set), and says whether it did. Whoever claims a due time
+    /// runs it; anyone else (another scheduler on the same store, or this
+    /// one after a restart) sees it moved and leaves it, so a due time runs
+    /// at most once. `None` is no due time: a claimed run with no next. By
+    /// default, [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no schedules.
+    fn claim_schedule(
+        &self,
+        id: u64,
+        from: Option<SystemTime>,
+        to: Option<SystemTime>,
+    ) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let _ = (id, from, to);
+        unsupported("claim_schedule")
+    }
+
+    /// Records how a run of schedule `id` went: when it ran, why it failed
+    /// (`None`: it succeeded), and the failed attempts at the run now due
+    /// (0 once it succeeded or was given up). Nothing happens for an id the
+    /// store doesn't hold (cancelled meanwhile). By default,
+    /// [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no schedules.
+    fn record_schedule_run<'a>(
+        &'a self,
+        id: u64,
+        at: SystemTime,
+        error: Option<&'a str>,
+        attempts: u32,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let _ = (id, at, error, attempts);
+        unsupported("record_schedule_run")
+    }
+
+    /// Keeps a message to send later and returns the id the store gave it.
+    /// By default, [`HistoryError::Unsupported`]: later messages wait in
+    /// memory instead, and a restart loses them.
+    ///
+    /// # Errors
+    /// When the store fails or keeps no later messages.
+    fn add_later_message<'a>(
+        &'a self,
+        message: &'a LaterMessage,
+    ) -> BoxFuture<'a, Result<u64, HistoryError>> {
+        let _ = message;
+        unsupported("add_later_message")
+    }
+
+    /// The later messages due at `now`, earliest first. By default,
+    /// [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no later messages.
+    fn due_later_messages(
+        &self,
+        now: SystemTime,
+    ) -> BoxFuture<'_, Result<Vec<LaterMessage>, HistoryError>> {
+        let _ = now;
+        unsupported("due_later_messages")
+    }
+
+    /// Takes later message `id` out of the store to send it; returns
+    /// whether it was there. Whoever takes it sends it, so it is sent at
+    /// most once. By default, [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no later messages.
+    fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let _ = id;
+        unsupported("take_later_message")
+    }
+
+    /// The earliest time a schedule or a later message is due, if any: when
+    /// the scheduler wakes next. By default, [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps neither.
+    fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
+        unsupported("next_due")
+    }
+}
+
+/// The answer of a store that can't do `operation`.
+fn unsupported<T: Send + 'static>(
+    operation: &'static str,
+) -> BoxFuture<'static, Result<T, HistoryError>> {
+    Box::pin(async move { Err(HistoryError::Unsupported { operation }) })
 }
 
 /// What a store knows about a conversation.

@@ -2,13 +2,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use futures_util::future::BoxFuture;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, PendingTurn, SearchHit, now, searchable_text,
-    title_of,
+    ConversationInfo, HistoryError, HistoryStore, LaterMessage, PendingTurn, Schedule, SearchHit,
+    from_secs, now, searchable_text, title_of, to_secs,
 };
 use crate::message::{Image, Message, Role};
 use crate::policy::Approval;
@@ -21,7 +22,38 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// The schema's history; version N is `MIGRATIONS[N - 1]`. Never edit a
 /// released entry: add one.
-const MIGRATIONS: [Migration; 4] = [v1_tables, v2_search, v3_images, v4_decisions];
+const MIGRATIONS: [Migration; 5] = [v1_tables, v2_search, v3_images, v4_decisions, v5_schedules];
+
+/// Version 5: scheduled prompts and later messages, times in seconds since
+/// the Unix epoch, each recurrence the serde form of its type. Neither
+/// refers to the conversations table: a schedule belongs to its chat, and
+/// outlives a cleared conversation. `AUTOINCREMENT` so that an id is never
+/// given twice, and a stale id never names a newer schedule.
+fn v5_schedules(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE schedules (
+             id INTEGER PRIMARY KEY AUTOINCREMENT,
+             conversation TEXT NOT NULL,
+             prompt TEXT NOT NULL,
+             recurrence TEXT NOT NULL,
+             next_due INTEGER,
+             created_at INTEGER NOT NULL,
+             last_run INTEGER,
+             last_error TEXT,
+             attempts INTEGER NOT NULL DEFAULT 0
+         );
+         CREATE INDEX schedules_conversation ON schedules (conversation);
+         CREATE INDEX schedules_next_due ON schedules (next_due) WHERE next_due IS NOT NULL;
+         CREATE TABLE later_messages (
+             id INTEGER PRIMARY KEY AUTOINCREMENT,
+             conversation TEXT NOT NULL,
+             text TEXT NOT NULL,
+             due INTEGER NOT NULL,
+             created_at INTEGER NOT NULL
+         );
+         CREATE INDEX later_messages_due ON later_messages (due);",
+    )
+}
 
 /// Version 4: what users decided about tool calls: "always allow"
 /// approvals, and a turn waiting for decisions (at most one per
@@ -660,6 +692,49 @@ fn set_pending_in(
     Ok(())
 }
 
+/// The columns `schedule_from` reads, in its order.
+const SCHEDULE_COLUMNS: &str =
+    "id, conversation, prompt, recurrence, next_due, created_at, last_run, last_error, attempts";
+
+/// A schedule from a row of [`SCHEDULE_COLUMNS`]; a recurrence this
+/// version can't read is an error naming the schedule.
+fn schedule_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Schedule> {
+    let id: i64 = row.get(0)?;
+    let recurrence: String = row.get(3)?;
+    let recurrence = serde_json::from_str(&recurrence).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            3,
+            rusqlite::types::Type::Text,
+            format!("schedule {id} has a recurrence this ferrobot can't read: {e}").into(),
+        )
+    })?;
+    Ok(Schedule {
+        id: id as u64,
+        conversation: row.get(1)?,
+        prompt: row.get(2)?,
+        recurrence,
+        next_due: row.get::<_, Option<i64>>(4)?.map(from_secs),
+        created: from_secs(row.get(5)?),
+        last_run: row.get::<_, Option<i64>>(6)?.map(from_secs),
+        last_error: row.get(7)?,
+        attempts: row.get::<_, i64>(8)?.try_into().unwrap_or(u32::MAX),
+    })
+}
+
+fn later_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<LaterMessage> {
+    Ok(LaterMessage {
+        id: row.get::<_, i64>(0)? as u64,
+        conversation: row.get(1)?,
+        text: row.get(2)?,
+        due: from_secs(row.get(3)?),
+    })
+}
+
+/// An id as SQLite keeps it; one past `i64::MAX` names no row.
+fn row_id(id: u64) -> i64 {
+    i64::try_from(id).unwrap_or(-1)
+}
+
 impl HistoryStore for SqliteHistory {
     fn load<'a>(
         &'a self,
@@ -943,6 +1018,200 @@ impl HistoryStore for SqliteHistory {
                 })
                 .map_err(fail)?;
             rows.collect::<rusqlite::Result<_>>().map_err(fail)
+        })
+    }
+    fn add_schedule<'a>(
+        &'a self,
+        schedule: &'a Schedule,
+    ) -> BoxFuture<'a, Result<u64, HistoryError>> {
+        let schedule = schedule.clone();
+        let recurrence = serde_json::to_string(&schedule.recurrence);
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let recurrence = recurrence.map_err(|e| storage("could not encode a recurrence", e))?;
+            let fail = |e| sqlite_error(&path, e);
+            connection
+                .prepare_cached(
+                    "INSERT INTO schedules (conversation, prompt, recurrence, next_due, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(fail)?
+                .execute(params![
+                    schedule.conversation,
+                    schedule.prompt,
+                    recurrence,
+                    schedule.next_due.map(to_secs),
+                    to_secs(schedule.created),
+                ])
+                .map_err(fail)?;
+            Ok(connection.last_insert_rowid() as u64)
+        })
+    }
+
+    fn schedules<'a>(
+        &'a self,
+        conversation: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Schedule>, HistoryError>> {
+        let conversation = conversation.map(str::to_owned);
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let mut select = connection
+                .prepare_cached(&format!(
+                    "SELECT {SCHEDULE_COLUMNS} FROM schedules
+                     WHERE ?1 IS NULL OR conversation = ?1 ORDER BY id"
+                ))
+                .map_err(fail)?;
+            select
+                .query_map([&conversation], schedule_from)
+                .map_err(fail)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(fail)
+        })
+    }
+
+    fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let removed = connection
+                .execute("DELETE FROM schedules WHERE id = ?1", [row_id(id)])
+                .map_err(|e| sqlite_error(&path, e))?;
+            Ok(removed > 0)
+        })
+    }
+
+    fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let mut select = connection
+                .prepare_cached(&format!(
+                    "SELECT {SCHEDULE_COLUMNS} FROM schedules
+                     WHERE next_due IS NOT NULL AND next_due <= ?1 ORDER BY next_due, id"
+                ))
+                .map_err(fail)?;
+            select
+                .query_map([to_secs(now)], schedule_from)
+                .map_err(fail)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(fail)
+        })
+    }
+
+    /// One `UPDATE … WHERE next_due IS ?from`: SQLite runs it atomically,
+    /// so of two schedulers on one file (or two processes), one claims.
+    fn claim_schedule(
+        &self,
+        id: u64,
+        from: Option<SystemTime>,
+        to: Option<SystemTime>,
+    ) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let claimed = connection
+                .prepare_cached(
+                    "UPDATE schedules SET next_due = ?3 WHERE id = ?1 AND next_due IS ?2",
+                )
+                .and_then(|mut update| {
+                    update.execute(params![row_id(id), from.map(to_secs), to.map(to_secs)])
+                })
+                .map_err(|e| sqlite_error(&path, e))?;
+            Ok(claimed == 1)
+        })
+    }
+
+    fn record_schedule_run<'a>(
+        &'a self,
+        id: u64,
+        at: SystemTime,
+        error: Option<&'a str>,
+        attempts: u32,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let error = error.map(str::to_owned);
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            connection
+                .prepare_cached(
+                    "UPDATE schedules SET last_run = ?2, last_error = ?3, attempts = ?4 WHERE id = ?1",
+                )
+                .and_then(|mut update| {
+                    update.execute(params![row_id(id), to_secs(at), error, attempts])
+                })
+                .map_err(|e| sqlite_error(&path, e))?;
+            Ok(())
+        })
+    }
+
+    fn add_later_message<'a>(
+        &'a self,
+        message: &'a LaterMessage,
+    ) -> BoxFuture<'a, Result<u64, HistoryError>> {
+        let message = message.clone();
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            connection
+                .prepare_cached(
+                    "INSERT INTO later_messages (conversation, text, due, created_at)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut insert| {
+                    insert.execute(params![
+                        message.conversation,
+                        message.text,
+                        to_secs(message.due),
+                        now()
+                    ])
+                })
+                .map_err(|e| sqlite_error(&path, e))?;
+            Ok(connection.last_insert_rowid() as u64)
+        })
+    }
+
+    fn due_later_messages(
+        &self,
+        now: SystemTime,
+    ) -> BoxFuture<'_, Result<Vec<LaterMessage>, HistoryError>> {
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let fail = |e| sqlite_error(&path, e);
+            let mut select = connection
+                .prepare_cached(
+                    "SELECT id, conversation, text, due FROM later_messages
+                     WHERE due <= ?1 ORDER BY due, id",
+                )
+                .map_err(fail)?;
+            select
+                .query_map([to_secs(now)], later_from)
+                .map_err(fail)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(fail)
+        })
+    }
+
+    fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let taken = connection
+                .execute("DELETE FROM later_messages WHERE id = ?1", [row_id(id)])
+                .map_err(|e| sqlite_error(&path, e))?;
+            Ok(taken > 0)
+        })
+    }
+
+    fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
+        let path = self.inner.path.clone();
+        self.run(move |connection| {
+            let next: Option<i64> = connection
+                .query_row(
+                    "SELECT min(t) FROM (
+                         SELECT min(next_due) AS t FROM schedules
+                         UNION ALL SELECT min(due) FROM later_messages
+                     )",
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(|e| sqlite_error(&path, e))?;
+            Ok(next.map(from_secs))
         })
     }
 }

@@ -303,13 +303,45 @@ impl ToolContext {
     }
 
     /// Sends `text` to this conversation after `delay`, outside the turn —
-    /// e.g. "powering off now" just before a scheduled shutdown.
+    /// e.g. "powering off now" just before a scheduled shutdown. Returns
+    /// once the message is kept.
+    ///
+    /// With a running [`Scheduler`](crate::schedule::Scheduler) in the
+    /// agent's state (feature `schedule`) and a store that keeps later
+    /// messages (`SqliteHistory`), the message is stored and survives a
+    /// restart. Otherwise it waits in memory, and a restart loses it.
     ///
     /// # Errors
-    /// When the agent has no notifier (`Agent::builder().notifier(…)`), or
-    /// when called outside a Tokio runtime, so the tool can tell the model it
-    /// could not schedule the message.
-    pub fn notify_later(&self, text: impl Into<String>, delay: Duration) -> Result<(), ToolError> {
+    /// When the agent has no notifier (`Agent::builder().notifier(…)`) nor
+    /// running scheduler, or when called outside a Tokio runtime, so the
+    /// tool can tell the model it could not schedule the message.
+    pub fn notify_later(
+        &self,
+        text: impl Into<String>,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + '_ {
+        let text = text.into();
+        async move {
+            #[cfg(feature = "schedule")]
+            if let Some(scheduler) = self.state::<crate::schedule::Scheduler>() {
+                match scheduler.send_later(&self.conversation, &text, delay).await {
+                    Ok(()) => return Ok(()),
+                    Err(
+                        crate::schedule::ScheduleError::NotRunning
+                        | crate::schedule::ScheduleError::Store(
+                            crate::history::HistoryError::Unsupported { .. },
+                        ),
+                    ) => {}
+                    Err(error) => {
+                        tracing::warn!(error = %error.chain(), "a later message could not be stored; it waits in memory");
+                    }
+                }
+            }
+            self.notify_later_in_memory(text, delay)
+        }
+    }
+
+    fn notify_later_in_memory(&self, text: String, delay: Duration) -> Result<(), ToolError> {
         let Some(notifier) = self.notifier.clone() else {
             return Err(ToolError::new(
                 "this agent cannot send messages later: it was built without a notifier",
@@ -318,7 +350,6 @@ impl ToolContext {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::new("cannot send messages later outside a Tokio runtime"))?;
         let conversation = self.conversation.to_string();
-        let text = text.into();
         runtime.spawn(async move {
             tokio::time::sleep(delay).await;
             notifier.notify(conversation, text).await;

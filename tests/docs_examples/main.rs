@@ -51,6 +51,9 @@ guides! {
     mod permissions;
     // docs/providers.md: servers, settings, retries, health, other dialects.
     mod providers;
+    // docs/schedules.md: a scheduler, its tools, a manual clock in tests.
+    #[cfg(all(feature = "schedule", feature = "sqlite"))]
+    mod schedules;
     // docs/testing.md: `MockProvider` scripts and what to assert.
     mod testing;
     // docs/tools.md: `#[tool]`, `from_fn`, the `Tool` trait, ready-made tools.

@@ -457,7 +457,7 @@ async fn tool_context() {
     });
 
     let shutdown = from_fn("shutdown", "Power off in a minute.", |_: serde_json::Value, ctx| async move {
-        ctx.notify_later("Powering off now.", Duration::from_secs(60))?;
+        ctx.notify_later("Powering off now.", Duration::from_secs(60)).await?;
         Ok::<_, ferrobot::tool::ToolError>("Shutdown scheduled in 60 s.")
     });
 

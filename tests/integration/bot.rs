@@ -120,6 +120,7 @@ async fn a_channel_gets_replies_confirmations_errors_and_later_messages() {
         }));
     let reboot = from_fn("reboot", "Reboot.", |_: Value, ctx| async move {
         ctx.notify_later("Rebooting now.", Duration::from_millis(10))
+            .await
             .map(|()| "scheduled")
     })
     .confirm("Reboot this machine?");

@@ -29,6 +29,10 @@ mod macros;
 // The schemas of many `#[tool]` signatures in every provider's form.
 #[cfg(feature = "macros")]
 mod schemas;
+// Scheduled prompts and later messages: stores, claims, restarts, retries,
+// the tools as slash commands, all on an injected clock.
+#[cfg(all(feature = "schedule", feature = "sqlite"))]
+mod schedule;
 // The built-in commands: `/help`, `/undo`, `/new`, and the tools they shadow.
 mod builtins;
 // The shared bot runtime: a channel joined to an agent.

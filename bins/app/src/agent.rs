@@ -11,6 +11,7 @@ use ferrobot::agent::{Agent, TurnBudget};
 use ferrobot::bot::{Channel, ChannelConfirm, ChannelError, ChannelNotifier};
 use ferrobot::confirm::ConfirmHandler;
 use ferrobot::history::SqliteHistory;
+use ferrobot::schedule::{Retries, Scheduler};
 use ferrobot::tool::{Notifier, Tool};
 
 use crate::{LoadedConfig, ToolState, watch_tools_file};
@@ -31,11 +32,35 @@ impl LoadedConfig {
         Ok(tools)
     }
 
+    /// The scheduler `[schedule]` describes: its time zone and retries. The
+    /// [`agent`](Self::agent) holds one as state; [`serve`](Self::serve)
+    /// runs it.
+    ///
+    /// # Errors
+    /// When `schedule.time_zone` names a zone the system doesn't know.
+    pub fn scheduler(&self) -> Result<Scheduler, ferrobot::BoxError> {
+        let settings = &self.config.schedule;
+        let scheduler = Scheduler::new().retries(Retries::new(
+            settings
+                .retry_minutes
+                .iter()
+                .map(|minutes| Duration::from_secs(minutes.saturating_mul(60))),
+        ));
+        Ok(match &settings.time_zone {
+            Some(zone) => scheduler
+                .time_zone(zone)
+                .map_err(|e| format!("`schedule.time_zone`: {e}"))?,
+            None => scheduler,
+        })
+    }
+
     /// The agent the config describes: its [`provider`](Self::provider),
     /// [`tools`](Self::tools) with the tool state file applied, the `[agent]`
     /// settings, the `[[permissions.rules]]` ([`policy`](Self::policy)) and
-    /// the SQLite history; it asks `confirm` before tools that
-    /// want approval and delivers later messages through `notifier`.
+    /// the SQLite history, and the [`scheduler`](Self::scheduler) as state
+    /// (for `notify_later`; [`serve`](Self::serve) runs it and adds the
+    /// schedule tools); it asks `confirm` before tools that want approval
+    /// and delivers later messages through `notifier`.
     ///
     /// # Errors
     /// When the dialect is not in this build, the history can't be opened
@@ -69,6 +94,7 @@ impl LoadedConfig {
             .history(history)
             .confirm(confirm)
             .notifier(notifier)
+            .state(self.scheduler()?)
             .build();
         ToolState::load(&self.tool_state_path())?.apply(&agent);
         Ok(agent)
@@ -76,7 +102,9 @@ impl LoadedConfig {
 
     /// Runs a bot until its channel stops: the [`agent`](Self::agent) this
     /// config describes answering on `channel` (confirmations and later
-    /// messages go through it), the tool state and tools files followed as
+    /// messages go through it), with the schedule tools and its scheduler
+    /// running (answers of scheduled prompts and later messages, kept in
+    /// the history file, posted to their chats), the tool state and tools files followed as
     /// they change, and, when `notice_to` resolves to a conversation (once
     /// the channel is connected), a start-up report sent there
     /// ([`system_report`](ferrobot::tools::system_report)).
@@ -99,6 +127,22 @@ impl LoadedConfig {
                 message: source.to_string(),
                 source: Some(source),
             })?;
+        let scheduler = agent
+            .state::<Scheduler>()
+            .map(|scheduler| Scheduler::clone(&scheduler));
+        let _schedule = scheduler.map(|scheduler| {
+            for tool in ferrobot::schedule::tools() {
+                agent.tools().register(tool);
+            }
+            // The tool state file may switch them off too.
+            match ToolState::load(&self.tool_state_path()) {
+                Ok(state) => state.apply(&agent),
+                Err(error) => tracing::warn!(%error, "could not read the tool state file"),
+            }
+            AbortOnDropHandle::new(tokio::spawn(
+                scheduler.run(agent.clone(), ChannelNotifier(Arc::clone(&channel))),
+            ))
+        });
         let _state = AbortOnDropHandle::new(ToolState::watch(self.tool_state_path(), &agent));
         let _tools = AbortOnDropHandle::new(watch_tools_file(self.tools_file_path(), &agent));
         let _notice = notice_to.map(|notice_to| {

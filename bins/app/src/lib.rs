@@ -25,8 +25,8 @@ pub mod trace;
 
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, Dialect, DiscordConfig, HistoryConfig,
-    LlmConfig, LoadedConfig, PermissionsConfig, Secret, TelegramConfig, ToolsConfig, WhileBusyMode,
-    user_config_file, user_data_dir,
+    LlmConfig, LoadedConfig, PermissionsConfig, ScheduleConfig, Secret, TelegramConfig,
+    ToolsConfig, WhileBusyMode, user_config_file, user_data_dir,
 };
 pub use retry::{Retry, retry};
 pub use run::{Bin, Error, lock, main};

@@ -344,3 +344,39 @@ fn while_busy_names_the_mode_and_refuses_others() {
         Ok(())
     });
 }
+
+#[test]
+fn the_schedule_section_sets_the_time_zone_and_retries_and_names_mistakes() {
+    Jail::expect_with(|jail| {
+        let defaults = Config::load(&ConfigSource::defaults_only()).map_err(|e| e.to_string())?;
+        assert_eq!(defaults.config.schedule.time_zone, None);
+        assert_eq!(defaults.config.schedule.retry_minutes, [1, 5, 15]);
+        jail.create_file(
+            "ferrobot.toml",
+            "[schedule]\ntime_zone = \"Europe/Paris\"\nretry_minutes = [2]\n",
+        )?;
+        let loaded = Config::load(&ConfigSource::new()).map_err(|e| e.to_string())?;
+        assert_eq!(
+            loaded.config.schedule.time_zone.as_deref(),
+            Some("Europe/Paris")
+        );
+        let scheduler = loaded.scheduler().map_err(|e| e.to_string())?;
+        assert_eq!(scheduler.time_zone_name(), "Europe/Paris");
+        jail.create_file(
+            "ferrobot.toml",
+            "[schedule]\ntime_zone = \"Mars/Olympus\"\n",
+        )?;
+        let error = Config::load(&ConfigSource::new()).unwrap_err().to_string();
+        assert!(
+            error.contains("`schedule.time_zone`: unknown time zone `Mars/Olympus`: use an IANA name such as `Europe/Paris`"),
+            "{error}"
+        );
+        jail.create_file("ferrobot.toml", "[schedule]\nretry_minutes = [1, 0]\n")?;
+        let error = Config::load(&ConfigSource::new()).unwrap_err().to_string();
+        assert!(
+            error.contains("`schedule.retry_minutes` holds 0"),
+            "{error}"
+        );
+        Ok(())
+    });
+}

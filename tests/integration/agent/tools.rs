@@ -169,6 +169,7 @@ async fn notify_later_reaches_the_notifier() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let tool = from_fn("remind", "Remind.", |_: Value, ctx| async move {
         ctx.notify_later("time's up", Duration::from_millis(20))
+            .await
             .map(|()| "scheduled")
     });
     let mock = MockProvider::new()

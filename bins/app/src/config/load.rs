@@ -239,6 +239,16 @@ impl Config {
                 "`{key}` is 0, which would leave no turn any tools; leave it out for no limit"
             )));
         }
+        if let Some(zone) = &self.schedule.time_zone {
+            ferrobot::schedule::Scheduler::new()
+                .time_zone(zone)
+                .map_err(|e| ConfigError::Invalid(format!("`schedule.time_zone`: {e}")))?;
+        }
+        if let Some(minutes) = self.schedule.retry_minutes.iter().find(|m| **m == 0) {
+            return Err(ConfigError::Invalid(format!(
+                "`schedule.retry_minutes` holds {minutes}; give minutes from 1, e.g. [1, 5, 15], or [] for no retries"
+            )));
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(
                 "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),

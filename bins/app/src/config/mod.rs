@@ -46,6 +46,34 @@ pub struct Config {
     pub discord: DiscordConfig,
     /// Which tool calls run, are asked about first, or never run.
     pub permissions: PermissionsConfig,
+    /// Scheduled prompts: their time zone and retries.
+    #[serde(default)]
+    pub schedule: ScheduleConfig,
+}
+
+/// `[schedule]`: scheduled prompts (the `schedule_prompt` tool, or
+/// `/schedule_prompt every=1d prompt="…"`), run by the Telegram and Discord
+/// bots.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ScheduleConfig {
+    /// The IANA time zone cron expressions and times are read in, e.g.
+    /// `Europe/Paris`. By default, the system's (UTC when it has no name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Minutes before each retry of a run the model missed (out of reach);
+    /// after the last, a note goes to the chat. By default, `[1, 5, 15]`.
+    pub retry_minutes: Vec<u64>,
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        Self {
+            time_zone: None,
+            retry_minutes: vec![1, 5, 15],
+        }
+    }
 }
 
 /// `[permissions]`: which tool calls run, are asked about first, or never
@@ -312,6 +340,7 @@ impl Default for Config {
                 edit_interval_ms: 1200,
             },
             permissions: PermissionsConfig::default(),
+            schedule: ScheduleConfig::default(),
         }
     }
 }

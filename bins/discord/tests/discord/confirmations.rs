@@ -30,6 +30,7 @@ async fn a_tool_asks_with_buttons_and_runs_only_after_the_asker_says_yes() {
             counter.fetch_add(1, Ordering::SeqCst);
             async move {
                 ctx.notify_later("Rebooting now.", Duration::from_millis(50))
+                    .await
                     .map(|()| "scheduled")
             }
         },

@@ -1,5 +1,5 @@
 //! The `ferrobot-telegram` binary, configured from the environment alone:
-//! serving, a revoked token, no token, nobody allowed, and a failed
+//! serving, a schedule it runs, a revoked token, no token, nobody allowed, and a failed
 //! download (whose URL holds the token) kept out of the log.
 
 use ferrobot_testkit::{Home, llm, text_answer};
@@ -181,4 +181,81 @@ async fn a_failed_download_is_named_and_the_token_stays_out_of_log_and_chat() {
     let asked = &model.received_requests().await.unwrap()[0];
     let body = String::from_utf8_lossy(&asked.body);
     assert!(body.contains("what is this?") && !body.contains(secret));
+}
+
+/// `secs` since the Unix epoch as RFC 3339 in UTC, e.g. `2026-12-03T08:00:05Z`.
+fn rfc3339(secs: u64) -> String {
+    // Howard Hinnant's `civil_from_days`.
+    let days = (secs / 86_400) as i64;
+    let rest = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+#[tokio::test]
+async fn the_binary_runs_a_schedule_made_by_a_slash_command() {
+    assert_eq!(rfc3339(1_796_284_805), "2026-12-03T08:00:05Z");
+    let (api, server) = FakeBotApi::start().await;
+    let model = llm(vec![text_answer("Backups are current.")]).await;
+    let home = Home::new("telegram-schedule");
+    let mut bot = home
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+                ("FERROBOT_SCHEDULE__TIME_ZONE", "UTC".into()),
+                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+                ("FERROBOT_LLM__MODEL", "test-model".into()),
+            ],
+        )
+        .spawn()
+        .unwrap();
+    api.wait_for("SetMyCommands", |c| {
+        c.to_string().contains("schedule_prompt")
+    })
+    .await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    api.text(
+        ANN,
+        ANN as i64,
+        &format!(
+            r#"/schedule_prompt at={} prompt="are the backups current?""#,
+            rfc3339(now + 6)
+        ),
+    );
+    api.wait_for("SendMessage", |c| {
+        c["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Scheduled 1: “are the backups current?”, once at "))
+    })
+    .await;
+    // The scheduler, run by the binary on the system clock, asks the model
+    // when the time comes and posts the answer in the chat.
+    let answer = api
+        .wait_for_reply(0, |c| c["text"] == r"Backups are current\.")
+        .await;
+    assert_eq!(answer["chat_id"], json!(ANN));
+    let asked = &model.received_requests().await.unwrap()[0];
+    assert!(String::from_utf8_lossy(&asked.body).contains("are the backups current?"));
+    bot.start_kill().unwrap();
+    let _ = bot.wait().await;
 }

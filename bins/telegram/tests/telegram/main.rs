@@ -15,6 +15,8 @@ mod images;
 mod access;
 // Confirmations: ✅ / ❌ buttons, the asker's to answer, declined after the time-out.
 mod confirmations;
+// Scheduled prompts: made in a chat, answered there when due, across a restart.
+mod schedules;
 // Stopping a running turn (the Stop button, `/stop`) and steering it.
 mod steering;
 // Groups and forum topics: each topic its own conversation, answers threaded.
