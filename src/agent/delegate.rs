@@ -623,7 +623,10 @@ impl Tasks {
         let Some(word) = args.split_whitespace().next() else {
             return "Say which task: /cancel ID (/tasks lists them).".to_owned();
         };
-        let Ok(id) = word.trim_start_matches('#').parse::<u64>() else {
+        // `/cancel 3`, `/cancel #3`, or `/cancel id=3` as a menu's option
+        // (Discord) sends it.
+        let number = word.strip_prefix("id=").unwrap_or(word);
+        let Ok(id) = number.trim_start_matches('#').parse::<u64>() else {
             return format!("`{word}` is not a task id: they are numbers, /tasks lists them.");
         };
         let table = self.table();
@@ -700,7 +703,11 @@ mod tests {
         assert!(tasks.cancel("chat", "").starts_with("Say which task"));
         assert!(tasks.cancel("chat", "x").contains("not a task id"));
         assert!(tasks.cancel("other", "1").starts_with("There is no task 1"));
-        assert!(tasks.cancel("chat", "1").starts_with("Cancelling task 1"));
+        assert!(
+            tasks
+                .cancel("chat", "id=1")
+                .starts_with("Cancelling task 1")
+        );
         assert!(token.is_cancelled());
         tasks.set(id, State::Cancelled);
         assert_eq!(
