@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use ferrobot::agent::Delegate;
+use ferrobot::confirm::{ConfirmRequest, Decision};
+use ferrobot::policy::{Policy, Rule};
 use ferrobot::provider::ProviderError;
 use ferrobot::testing::{MockProvider, MockTurn};
 use ferrobot::{Agent, Role};
@@ -288,5 +290,90 @@ async fn an_agent_without_a_notifier_is_told_to_do_the_job_now() {
     assert!(
         results[0].0.contains("built without a notifier"),
         "{results:?}"
+    );
+}
+
+/// A specialist that calls `wipe` once, then answers with what it read.
+fn wiping_specialist() -> (Agent, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let (wipe, ran) = super::counted("wipe");
+    let model = MockProvider::from_fn(|request| {
+        let last = request.messages.last().unwrap();
+        match last.tool_results_iter().next() {
+            Some(result) => MockTurn::new().text(format!("read: {}", result.content)),
+            None => MockTurn::new().tool_call("wipe", json!({})),
+        }
+    });
+    let agent = Agent::builder()
+        .provider(model)
+        .tool(wipe)
+        .policy(Policy::new().rule(Rule::allow("wipe")))
+        .build();
+    (agent, ran)
+}
+
+#[tokio::test]
+async fn the_delegating_agents_rules_and_confirmations_hold_for_the_task() {
+    use std::sync::atomic::Ordering;
+    // The specialist allows `wipe`; the lead denies it: denied.
+    let (cleaner, ran) = wiping_specialist();
+    let model = MockProvider::new()
+        .then(
+            MockTurn::new().tool_call("delegate", json!({"agent": "cleaner", "task": "clean up"})),
+        )
+        .then(MockTurn::new().text("Started."));
+    let (tx, mut posted) = unbounded_channel();
+    let lead = Agent::builder()
+        .provider(model)
+        .tool(Delegate::new().agent("cleaner", "Cleans up.", cleaner))
+        .policy(Policy::new().rule(Rule::deny("wipe")))
+        .notifier(move |chat: String, text: String| {
+            let tx = tx.clone();
+            async move {
+                tx.send((chat, text)).unwrap();
+            }
+        })
+        .build();
+    lead.handle("alice", "clean up").await.unwrap();
+    let (_, text) = posted.recv().await.unwrap();
+    assert_eq!(
+        text,
+        "Task 1 (cleaner) finished:\n\nread: Not run: denied by the permission rules \
+         (rule 1: deny wipe (of an agent above this one))."
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+
+    // The lead asks: its handler is asked, naming its conversation, after
+    // its turn ended; approved, the call runs.
+    let (cleaner, ran) = wiping_specialist();
+    let model = MockProvider::new()
+        .then(
+            MockTurn::new().tool_call("delegate", json!({"agent": "cleaner", "task": "clean up"})),
+        )
+        .then(MockTurn::new().text("Started."));
+    let (tx, mut posted) = unbounded_channel();
+    let (asked_tx, mut asked) = unbounded_channel();
+    let lead = Agent::builder()
+        .provider(model)
+        .tool(Delegate::new().agent("cleaner", "Cleans up.", cleaner))
+        .policy(Policy::new().rule(Rule::ask("wipe")))
+        .confirm(move |request: ConfirmRequest| {
+            asked_tx.send(request).unwrap();
+            async { Decision::Approve }
+        })
+        .notifier(move |chat: String, text: String| {
+            let tx = tx.clone();
+            async move {
+                tx.send((chat, text)).unwrap();
+            }
+        })
+        .build();
+    lead.handle("alice", "clean up").await.unwrap();
+    let (_, text) = posted.recv().await.unwrap();
+    assert_eq!(text, "Task 1 (cleaner) finished:\n\nread: Done.");
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let request = asked.recv().await.unwrap();
+    assert_eq!(
+        (request.tool.as_str(), request.conversation.as_str()),
+        ("wipe", "alice")
     );
 }
