@@ -66,7 +66,6 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutput};
 /// # Examples
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> ferrobot::Result<()> {
-/// use std::sync::{Arc, Mutex};
 /// use ferrobot::agent::Delegate;
 /// use ferrobot::testing::{MockProvider, MockTurn};
 /// use ferrobot::Agent;
@@ -143,6 +142,12 @@ const MAX_WAITING: usize = 8;
 impl Delegate {
     /// A `delegate` tool without specialists yet; add them with
     /// [`agent`](Self::agent).
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::{agent::Delegate, tool::Tool};
+    /// assert_eq!(Delegate::new().name(), "delegate");
+    /// ```
     pub fn new() -> Self {
         let mut delegate = Self {
             spec: ToolSpec::new("delegate", "", json!({})),
@@ -216,6 +221,14 @@ impl Delegate {
     /// How many tasks may wait for a running one to end; one more is
     /// refused, and the model is told to do the job itself or try later.
     /// By default, 8.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::agent::Delegate;
+    /// // No waiting: a task starts now, or not at all.
+    /// let delegate = Delegate::new().max_running(4).max_waiting(0);
+    /// # let _ = delegate;
+    /// ```
     #[must_use]
     pub fn max_waiting(mut self, tasks: usize) -> Self {
         self.max_waiting = tasks;
