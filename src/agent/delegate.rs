@@ -187,7 +187,7 @@ impl Delegate {
         let name = name.into();
         let description = description.into();
         let specialist = Specialist {
-            tool: agent.as_tool(name.clone(), description.clone()),
+            tool: AgentTool::new(agent, name.clone(), description.clone()),
             name,
             description,
         };

@@ -585,9 +585,16 @@ impl Agent {
     /// # let _ = lead;
     /// ```
     pub fn as_tool(&self, name: impl Into<String>, description: impl Into<String>) -> AgentTool {
+        AgentTool::new(self.clone(), name.into(), description.into())
+    }
+}
+
+impl AgentTool {
+    /// `agent` as the tool `name`, with the default input and settings.
+    pub(super) fn new(agent: Agent, name: String, description: String) -> Self {
         let (schema, input) = Input::of(|task: Task| task.task);
-        AgentTool {
-            agent: self.clone(),
+        Self {
+            agent,
             spec: ToolSpec::new(name, description, schema),
             input,
             conversation: Keep::Fresh,
