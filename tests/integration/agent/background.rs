@@ -377,3 +377,39 @@ async fn the_delegating_agents_rules_and_confirmations_hold_for_the_task() {
         ("wipe", "alice")
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_result_waits_for_the_running_turn_of_its_conversation() {
+    let specialist = MockProvider::new().then(
+        MockTurn::new()
+            .text("found it")
+            .delay(Duration::from_secs(60)),
+    );
+    let model = MockProvider::new()
+        .then(delegating("Look it up."))
+        .then(MockTurn::new().text("Started."))
+        .then(
+            MockTurn::new()
+                .text("A slow answer.")
+                .delay(Duration::from_secs(120)),
+        );
+    let (agent, mut posted) = lead(model, researcher(specialist));
+    agent.handle("alice", "look it up").await.unwrap();
+    let turn = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.handle("alice", "meanwhile, think hard").await }
+    });
+    let (_, text) = posted.recv().await.unwrap();
+    // Done at 60 s, stored and posted once the turn ended at 120 s, after
+    // its answer.
+    assert_eq!(turn.await.unwrap().unwrap().text, "A slow answer.");
+    let history = agent.history().load("alice").await.unwrap();
+    let last: Vec<String> = history[history.len() - 3..]
+        .iter()
+        .map(ferrobot::Message::text)
+        .collect();
+    assert_eq!(
+        last,
+        ["meanwhile, think hard", "A slow answer.", text.as_str()]
+    );
+}
