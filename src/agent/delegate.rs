@@ -63,6 +63,9 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutput};
 /// conversation's own turns, not in a sub-agent's; otherwise a call is an
 /// error the model reads.
 ///
+/// Clones share the queue: a clone given to several agents bounds their
+/// tasks together.
+///
 /// # Examples
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> ferrobot::Result<()> {
@@ -236,8 +239,8 @@ impl Delegate {
         self
     }
 
-    /// The queue's limits apply to the tool as configured last; it is
-    /// configured before it is used.
+    /// New permits for new limits: the setters run while the tool is
+    /// built, before any task holds one.
     fn resize(&mut self) {
         self.places = Arc::new(Semaphore::new(self.max_running + self.max_waiting));
         self.slots = Arc::new(Semaphore::new(self.max_running));
