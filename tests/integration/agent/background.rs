@@ -413,3 +413,33 @@ async fn a_result_waits_for_the_running_turn_of_its_conversation() {
         ["meanwhile, think hard", "A slow answer.", text.as_str()]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_waiting_task_cancelled_never_runs() {
+    let specialist =
+        MockProvider::from_fn(|_| MockTurn::new().text("done").delay(Duration::from_secs(60)));
+    let model = MockProvider::new()
+        .then(
+            delegating("first")
+                .tool_call("delegate", json!({"agent": "researcher", "task": "second"})),
+        )
+        .then(MockTurn::new().text("Started."));
+    let delegate = researcher(specialist.clone()).max_running(1);
+    let (agent, mut posted) = lead(model, delegate);
+    agent.handle("alice", "two things").await.unwrap();
+    let listed = until_tasks_say(&agent, "alice", "1 running").await;
+    assert!(
+        listed.contains("\n2 queued (researcher, started "),
+        "{listed}"
+    );
+    agent.handle("alice", "/cancel 2").await.unwrap();
+    assert_eq!(
+        posted.recv().await.unwrap().1,
+        "Task 2 (researcher) was cancelled."
+    );
+    assert_eq!(
+        posted.recv().await.unwrap().1,
+        "Task 1 (researcher) finished:\n\ndone"
+    );
+    assert_eq!(specialist.requests().len(), 1);
+}
