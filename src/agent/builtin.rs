@@ -5,7 +5,7 @@
 /// tool of the same name (the tool loses its slash command and its menu
 /// entry, the model can still call it, and `/help` says so).
 ///
-/// The agent answers `/help`, `/undo` and `/stop` in [`Agent::handle`](super::Agent::handle)
+/// The agent answers `/help`, `/undo`, `/stop`, `/tasks` and `/cancel` in [`Agent::handle`](super::Agent::handle)
 /// and [`Agent::stream`](super::Agent::stream). `/new` belongs to the front
 /// end, which owns the mapping from a chat to its conversation: `bot::serve`
 /// and the `ferrobot` CLI answer it; an agent that is sent `/new` says so.
@@ -17,7 +17,8 @@
 /// assert_eq!(Builtin::parse("/new@my_bot please"), Some(Builtin::New));
 /// assert_eq!(Builtin::parse("/disk_usage path=/"), None);
 /// let menu: Vec<&str> = Builtin::ALL.iter().map(|b| b.name()).collect();
-/// assert_eq!(menu, ["new", "stop", "undo", "help"]);
+/// assert_eq!(menu, ["new", "stop", "undo", "tasks", "cancel", "help"]);
+/// assert_eq!(Builtin::parse("/cancel 3"), Some(Builtin::Cancel));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -29,13 +30,27 @@ pub enum Builtin {
     Stop,
     /// `/undo`: take back the conversation's last turn.
     Undo,
+    /// `/tasks`: list the conversation's background tasks
+    /// ([`Delegate`](super::Delegate)): id, state, specialist, age, the
+    /// task's first line.
+    Tasks,
+    /// `/cancel ID`: cancel the conversation's background task `ID`; the
+    /// chat is told once it has stopped.
+    Cancel,
     /// `/help`: list the commands.
     Help,
 }
 
 impl Builtin {
     /// Every built-in, in the order menus show them.
-    pub const ALL: [Builtin; 4] = [Builtin::New, Builtin::Stop, Builtin::Undo, Builtin::Help];
+    pub const ALL: [Builtin; 6] = [
+        Builtin::New,
+        Builtin::Stop,
+        Builtin::Undo,
+        Builtin::Tasks,
+        Builtin::Cancel,
+        Builtin::Help,
+    ];
 
     /// Its name, without the `/`.
     pub fn name(self) -> &'static str {
@@ -43,6 +58,8 @@ impl Builtin {
             Builtin::New => "new",
             Builtin::Stop => "stop",
             Builtin::Undo => "undo",
+            Builtin::Tasks => "tasks",
+            Builtin::Cancel => "cancel",
             Builtin::Help => "help",
         }
     }
@@ -53,6 +70,8 @@ impl Builtin {
             Builtin::New => "Start a fresh conversation",
             Builtin::Stop => "Stop the running turn",
             Builtin::Undo => "Take back your last message and its answer",
+            Builtin::Tasks => "List the background tasks",
+            Builtin::Cancel => "Cancel a background task: /cancel ID",
             Builtin::Help => "List the commands",
         }
     }

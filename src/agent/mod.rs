@@ -26,6 +26,7 @@
 mod answer;
 mod budget;
 mod builtin;
+mod delegate;
 mod event;
 mod exec;
 mod images;
@@ -50,6 +51,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use budget::TurnBudget;
 pub use builtin::Builtin;
+pub use delegate::Delegate;
 pub use event::{
     AgentEvent, Reply, Status, SubAgentEvent, ToolCallRecord, ToolOutcome, Transcript,
 };
@@ -119,6 +121,12 @@ pub(crate) struct Inner {
     running: RunningTurns,
     /// Exclusive tools take it for writing, all others for reading.
     exclusive: tokio::sync::RwLock<()>,
+    /// The agent's background tasks ([`Delegate`]), for `/tasks` and
+    /// `/cancel`; empty, and never touched by a turn, without them.
+    tasks: delegate::Tasks,
+    /// Itself, for the background tasks a turn's call starts: they
+    /// outlive the turn, which only borrows the agent.
+    me: std::sync::Weak<Inner>,
 }
 
 impl fmt::Debug for Agent {
@@ -218,7 +226,7 @@ impl Agent {
             registry.register(tool);
         }
         Agent {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
                 provider,
                 system_prompt,
                 tools: registry,
@@ -241,6 +249,8 @@ impl Agent {
                 while_busy,
                 running: RunningTurns::default(),
                 exclusive: tokio::sync::RwLock::new(()),
+                tasks: delegate::Tasks::default(),
+                me: me.clone(),
             }),
         }
     }

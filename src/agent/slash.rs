@@ -38,6 +38,8 @@ pub(super) async fn run(
             let stopped = inner.running.stop(conversation);
             return text_reply(if stopped { STOPPED } else { NOTHING_RUNNING }.to_owned());
         }
+        Some(Builtin::Tasks) => return text_reply(inner.tasks.list(conversation)),
+        Some(Builtin::Cancel) => return text_reply(inner.tasks.cancel(conversation, args)),
         None => {}
     }
     let Some(tool) = inner.tools.get(name) else {

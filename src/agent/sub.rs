@@ -114,6 +114,9 @@ pub(crate) struct TurnScope {
     /// Tokens the sub-agents of the turn's calls spent since the turn last
     /// took them (input, output, reasoning, cached): the turn's too.
     children: [AtomicU64; 4],
+    /// The turn's agent, for the background tasks a call starts
+    /// ([`Delegate`](super::Delegate)): they outlive the turn.
+    agent: std::sync::Weak<Inner>,
 }
 
 impl fmt::Debug for TurnScope {
@@ -167,6 +170,7 @@ impl TurnScope {
             calls: AtomicU32::new(0),
             running: AtomicUsize::new(0),
             children: Default::default(),
+            agent: inner.me.clone(),
         })
     }
 
@@ -189,6 +193,42 @@ impl TurnScope {
         output.fetch_add(usage.output_tokens, Ordering::Relaxed);
         reasoning.fetch_add(usage.reasoning_tokens, Ordering::Relaxed);
         cached.fetch_add(usage.cached_tokens, Ordering::Relaxed);
+    }
+
+    /// This scope for work that outlives its turn (a background task): the
+    /// same rules, confirmation handlers, conversation and depth, up the
+    /// chain, but no listener (the turn's stream ends with the turn) and
+    /// no budget (the task spends its specialist's own), nothing counted.
+    pub(super) fn detached(&self) -> Arc<Self> {
+        Arc::new(Self {
+            policy: Arc::clone(&self.policy),
+            confirm: self.confirm.clone(),
+            confirm_timeout: self.confirm_timeout,
+            conversation: Arc::clone(&self.conversation),
+            user: self.user.clone(),
+            parent: self.parent.as_ref().map(|p| p.detached()),
+            depth: self.depth,
+            max_depth: self.max_depth,
+            limits: self.limits,
+            forward: None,
+            budget: Inherited::default(),
+            tokens_spent: AtomicU64::new(0),
+            bytes_spent: AtomicUsize::new(0),
+            calls: AtomicU32::new(0),
+            running: AtomicUsize::new(0),
+            children: Default::default(),
+            agent: self.agent.clone(),
+        })
+    }
+
+    /// How many agents are above this turn's: 0 for a program's turn.
+    pub(super) fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// The turn's agent, while it exists.
+    pub(super) fn agent(&self) -> Option<Arc<Inner>> {
+        self.agent.upgrade()
     }
 
     /// Notes what the turn has used, before a tool round.
@@ -571,9 +611,16 @@ impl Agent {
     /// # let _ = lead;
     /// ```
     pub fn as_tool(&self, name: impl Into<String>, description: impl Into<String>) -> AgentTool {
+        AgentTool::new(self.clone(), name.into(), description.into())
+    }
+}
+
+impl AgentTool {
+    /// `agent` as the tool `name`, with the default input and settings.
+    pub(super) fn new(agent: Agent, name: String, description: String) -> Self {
         let (schema, input) = Input::of(|task: Task| task.task);
-        AgentTool {
-            agent: self.clone(),
+        Self {
+            agent,
             spec: ToolSpec::new(name, description, schema),
             input,
             conversation: Keep::Fresh,
@@ -719,6 +766,18 @@ impl AgentTool {
     ) -> std::result::Result<ToolOutput, ToolError> {
         let name = self.spec.name.as_str();
         let task = (self.input.render)(name, arguments)?;
+        let ended = self.turn(task, &ctx).await?;
+        answer(name, ended)
+    }
+
+    /// Runs the sub-agent's turn on `task` for the call `ctx` describes;
+    /// a limit that refuses the call is the outer error.
+    pub(super) async fn turn(
+        &self,
+        task: String,
+        ctx: &ToolContext,
+    ) -> std::result::Result<Result<Reply>, ToolError> {
+        let name = self.spec.name.as_str();
         let caller: Option<Arc<TurnScope>> = ctx
             .caller()
             .and_then(|caller| Arc::clone(caller).downcast().ok());
@@ -779,7 +838,7 @@ impl AgentTool {
             tracing::warn!(%conversation, error = %error.chain(), "could not drop the sub-agent's waiting calls");
         }
         forget.now().await;
-        answer(name, ended)
+        Ok(ended)
     }
 }
 

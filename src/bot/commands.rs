@@ -102,7 +102,7 @@ pub enum OptionKind {
 /// registry.register(from_fn("uptime", "How long the machine has run.", |_: serde_json::Value, _| async { "3 days" }));
 /// registry.register(from_fn("help", "A tool the built-in /help shadows.", |_: serde_json::Value, _| async { "" }));
 /// let names: Vec<String> = menu(&registry).into_iter().map(|c| c.name).collect();
-/// assert_eq!(names, ["new", "stop", "undo", "help", "uptime"]);
+/// assert_eq!(names, ["new", "stop", "undo", "tasks", "cancel", "help", "uptime"]);
 /// ```
 pub fn menu(tools: &ToolRegistry) -> Vec<CommandSpec> {
     Builtin::ALL
@@ -110,7 +110,7 @@ pub fn menu(tools: &ToolRegistry) -> Vec<CommandSpec> {
         .map(|builtin| CommandSpec {
             name: builtin.name().to_owned(),
             description: builtin.description().to_owned(),
-            options: Vec::new(),
+            options: builtin_options(builtin),
             builtin: Some(builtin),
         })
         .chain(
@@ -119,6 +119,20 @@ pub fn menu(tools: &ToolRegistry) -> Vec<CommandSpec> {
                 .filter(|spec| Builtin::named(&spec.name).is_none()),
         )
         .collect()
+}
+
+/// A built-in's arguments, for a platform that asks for them in its menu
+/// (Discord): `/cancel`'s task id, sent as `/cancel id=3`.
+fn builtin_options(builtin: Builtin) -> Vec<CommandOption> {
+    match builtin {
+        Builtin::Cancel => vec![CommandOption {
+            name: "id".to_owned(),
+            description: "The task's id (/tasks lists them)".to_owned(),
+            kind: OptionKind::Integer,
+            required: true,
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// The enabled tools as commands, in registration order (built-ins not

@@ -204,3 +204,56 @@ async fn the_researchers_events_in_the_leads_stream() {
     }
 }
 }
+
+/// "Background work".
+mod background_work {
+use std::time::Duration;
+use ferrobot::Agent;
+use ferrobot::agent::Delegate;
+use ferrobot::testing::{MockProvider, MockTurn};
+use serde_json::json;
+
+#[tokio::test(start_paused = true)]
+async fn a_long_job_answers_later() -> ferrobot::Result<()> {
+    let researcher = Agent::builder()
+        .provider(MockProvider::new().then(
+            MockTurn::new().text("Paris has 2.1 million inhabitants.").delay(Duration::from_secs(60)),
+        ))
+        .system_prompt("You look things up. Take your time.")
+        .build();
+    let delegate = Delegate::new()
+        .agent("researcher", "Looks things up on the web.", researcher)
+        .max_running(2)
+        .max_waiting(8);
+
+    let lead_model = MockProvider::new()
+        .then(MockTurn::new().tool_call("delegate", json!({"agent": "researcher", "task": "Population of Paris?"})))
+        .then(MockTurn::new().text("I asked the researcher; the answer will follow here."));
+    let (tx, mut chat) = tokio::sync::mpsc::unbounded_channel();
+    let lead = Agent::builder()
+        .provider(lead_model)
+        .tool(delegate)
+        // Where results go: a bot's `ChannelNotifier`, here a channel.
+        .notifier(move |conversation: String, text: String| {
+            let tx = tx.clone();
+            async move { tx.send((conversation, text)).unwrap(); }
+        })
+        .build();
+
+    // The turn ends at once…
+    let reply = lead.handle("alice", "How many people live in Paris?").await?;
+    assert_eq!(reply.text, "I asked the researcher; the answer will follow here.");
+    assert!(reply.tool_calls[0].content.starts_with("Started task 1 (researcher)."));
+    let tasks = lead.handle("alice", "/tasks").await?.text;
+    assert!(tasks.starts_with("Background tasks:\n1 "));
+
+    // …and the answer arrives a minute later, as a message of its own…
+    let (conversation, text) = chat.recv().await.unwrap();
+    assert_eq!(conversation, "alice");
+    assert_eq!(text, "Task 1 (researcher) finished:\n\nParis has 2.1 million inhabitants.");
+    // …that the lead's model reads next turn.
+    let history = lead.history().load("alice").await?;
+    assert_eq!(history.last().unwrap().text(), text);
+    Ok(())
+}
+}

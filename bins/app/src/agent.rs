@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio_util::task::AbortOnDropHandle;
 
-use ferrobot::agent::{Agent, TurnBudget};
+use ferrobot::agent::{Agent, Delegate, TurnBudget};
 use ferrobot::bot::{Channel, ChannelConfirm, ChannelError, ChannelNotifier};
 use ferrobot::confirm::ConfirmHandler;
 use ferrobot::history::SqliteHistory;
@@ -76,9 +76,12 @@ impl LoadedConfig {
             .await
             .map_err(|e| format!("opening the history at {}: {e}", path.display()))?;
         let settings = &self.config.agent;
+        let tools = self.tools()?;
+        let delegate = self.delegate(&tools)?;
         let agent = Agent::builder()
             .provider(self.provider()?)
-            .tools(self.tools()?)
+            .tools(tools)
+            .tools(delegate)
             .system_prompt(settings.system_prompt.clone())
             .max_tool_rounds(settings.max_tool_rounds)
             .budget(
@@ -98,6 +101,59 @@ impl LoadedConfig {
             .build();
         ToolState::load(&self.tool_state_path())?.apply(&agent);
         Ok(agent)
+    }
+
+    /// The `delegate` tool `[delegate]` describes, its specialists given
+    /// their tools from `tools` (the bot's); none without specialists.
+    ///
+    /// # Errors
+    /// When a specialist names a tool the bot doesn't have (the message
+    /// names the specialist, the tool and the bot's tools), or its
+    /// provider can't be built.
+    fn delegate(&self, tools: &[Arc<dyn Tool>]) -> Result<Option<Delegate>, ferrobot::BoxError> {
+        let config = &self.config.delegate;
+        if config.agents.is_empty() {
+            return Ok(None);
+        }
+        let mut delegate = Delegate::new()
+            .max_running(config.max_running)
+            .max_waiting(config.max_waiting);
+        for (name, specialist) in &config.agents {
+            let unknown: Vec<&str> = specialist
+                .tools
+                .iter()
+                .filter(|wanted| !tools.iter().any(|t| t.name() == wanted.as_str()))
+                .map(String::as_str)
+                .collect();
+            if !unknown.is_empty() {
+                let known: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+                return Err(format!(
+                    "delegate.agents.{name}.tools: no tool named {}; the bot's tools: {}",
+                    unknown.join(", "),
+                    known.join(", ")
+                )
+                .into());
+            }
+            let model = specialist
+                .model
+                .as_deref()
+                .unwrap_or(&self.config.llm.model);
+            let agent = Agent::builder()
+                .provider(self.provider_for(model)?)
+                .tools(
+                    tools
+                        .iter()
+                        .filter(|t| specialist.tools.iter().any(|w| w == t.name()))
+                        .cloned(),
+                )
+                .maybe_system_prompt(specialist.system_prompt.clone())
+                .max_tool_rounds(self.config.agent.max_tool_rounds)
+                .tool_timeout(Duration::from_secs(self.config.agent.tool_timeout_secs))
+                .policy(self.policy())
+                .build();
+            delegate = delegate.agent(name, &specialist.description, agent);
+        }
+        Ok(Some(delegate))
     }
 
     /// Runs a bot until its channel stops: the [`agent`](Self::agent) this

@@ -380,3 +380,49 @@ fn the_schedule_section_sets_the_time_zone_and_retries_and_names_mistakes() {
         Ok(())
     });
 }
+
+#[test]
+fn delegate_specialists_are_read_and_their_unknown_tools_named() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "ferrobot.toml",
+            r#"
+                [history]
+                path = "history.db"
+                [tools]
+                state_file = "tool_state.json"
+                file = "tools.toml"
+                [delegate]
+                max_running = 1
+                [delegate.agents.researcher]
+                description = "Looks things up."
+                model = "research-model"
+                tools = ["disk_usage", "web_search", "crystal_ball"]
+            "#,
+        )?;
+        let loaded = Config::load(&ConfigSource::new()).map_err(|e| e.to_string())?;
+        let delegate = &loaded.config.delegate;
+        assert_eq!((delegate.max_running, delegate.max_waiting), (1, 8));
+        let researcher = &delegate.agents["researcher"];
+        assert_eq!(researcher.description, "Looks things up.");
+        assert_eq!(researcher.model.as_deref(), Some("research-model"));
+        assert_eq!(researcher.system_prompt, None);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let error = runtime
+            .block_on(loaded.agent(
+                |_: ferrobot::confirm::ConfirmRequest| async { false },
+                |_: String, _: String| async {},
+            ))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(
+                "delegate.agents.researcher.tools: no tool named web_search, crystal_ball; \
+                 the bot's tools: "
+            ),
+            "{error}"
+        );
+        assert!(error.contains("disk_usage"), "{error}");
+        Ok(())
+    });
+}

@@ -19,13 +19,13 @@ impl Inner {
     }
 
     /// Registers the slash commands: the built-ins (`/new`, `/undo`,
-    /// `/help`, which `serve` puts first), then the tools Discord can name,
-    /// with typed options.
+    /// `/help`, …, which `serve` puts first; `/cancel` with its task id),
+    /// then the tools Discord can name, with typed options.
     async fn send_menu(&self, application: Id<ApplicationMarker>, specs: Vec<CommandSpec>) {
         let mut names: Vec<String> = Vec::new();
         let mut menu: Vec<Value> = Vec::new();
         for spec in &specs {
-            if spec.builtin.is_some() {
+            if spec.builtin.is_some() && spec.options.is_empty() {
                 names.push(spec.name.clone());
                 menu.push(json!({"type": 1, "name": spec.name, "description": spec.description}));
                 continue;

@@ -12,6 +12,8 @@ use std::time::Duration;
 use ferrobot::tool::{FnTool, from_fn};
 use serde_json::Value;
 
+// Background work (`Delegate`): tasks posted later, `/tasks`, `/cancel`, the queue.
+mod background;
 // The round cap and turn budgets: tools withdrawn, the model told why.
 mod budgets;
 // Cancelled turns: waiting for a lock, mid-answer, mid-tool.

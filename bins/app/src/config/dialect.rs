@@ -99,6 +99,14 @@ impl LoadedConfig {
     /// # Errors
     /// When the dialect is not in this build (see [`Dialect::is_built`]).
     pub fn provider(&self) -> Result<Arc<dyn Provider>, ConfigError> {
+        self.provider_for(&self.config.llm.model)
+    }
+
+    /// The provider `[llm]` describes, asking for `model` instead of its
+    /// own (a specialist's `[delegate.agents.NAME] model`).
+    pub(crate) fn provider_for(&self, model: &str) -> Result<Arc<dyn Provider>, ConfigError> {
+        // Unused in a build without any dialect.
+        let _ = model;
         let llm = &self.config.llm;
         // Anthropic and Gemini take the default base URL (a local Ollama)
         // as their vendor's own.
@@ -107,29 +115,37 @@ impl LoadedConfig {
         match llm.provider {
             #[cfg(feature = "openai")]
             Dialect::OpenAi => Ok(self.configured(
+                model,
                 ferrobot::provider::OpenAiCompatible::new(&llm.base_url).streaming(llm.streaming),
             )),
             #[cfg(feature = "ollama")]
             Dialect::Ollama => {
                 let root = llm.base_url.trim_end_matches('/').trim_end_matches("/v1");
-                Ok(self.configured(ferrobot::provider::Ollama::new(root)))
+                Ok(self.configured(model, ferrobot::provider::Ollama::new(root)))
             }
             #[cfg(feature = "anthropic")]
-            Dialect::Anthropic => Ok(self.configured(if vendors {
-                ferrobot::provider::Anthropic::new()
-            } else {
-                ferrobot::provider::Anthropic::with_base_url(&llm.base_url)
-            })),
+            Dialect::Anthropic => Ok(self.configured(
+                model,
+                if vendors {
+                    ferrobot::provider::Anthropic::new()
+                } else {
+                    ferrobot::provider::Anthropic::with_base_url(&llm.base_url)
+                },
+            )),
             #[cfg(feature = "gemini")]
-            Dialect::Gemini => Ok(self.configured(if vendors {
-                ferrobot::provider::Gemini::new()
-            } else {
-                ferrobot::provider::Gemini::with_base_url(&llm.base_url)
-            })),
+            Dialect::Gemini => Ok(self.configured(
+                model,
+                if vendors {
+                    ferrobot::provider::Gemini::new()
+                } else {
+                    ferrobot::provider::Gemini::with_base_url(&llm.base_url)
+                },
+            )),
             #[cfg(feature = "responses")]
-            Dialect::Responses => {
-                Ok(self.configured(ferrobot::provider::OpenAiResponses::new(&llm.base_url)))
-            }
+            Dialect::Responses => Ok(self.configured(
+                model,
+                ferrobot::provider::OpenAiResponses::new(&llm.base_url),
+            )),
             // Unreachable in a build with every dialect.
             #[allow(unreachable_patterns)]
             lacking => Err(lacking.not_built()),
@@ -158,9 +174,13 @@ mod configure {
     impl LoadedConfig {
         /// `provider` with what `[llm]` says of every dialect: the model, the
         /// time-outs, the temperature and the key.
-        pub(super) fn configured<D: Dialect>(&self, provider: Http<D>) -> Arc<dyn Provider> {
+        pub(super) fn configured<D: Dialect>(
+            &self,
+            model: &str,
+            provider: Http<D>,
+        ) -> Arc<dyn Provider> {
             let llm = &self.config.llm;
-            let mut provider = provider.model(&llm.model).timeouts(
+            let mut provider = provider.model(model).timeouts(
                 Duration::from_secs(llm.connect_timeout_secs),
                 Duration::from_secs(llm.read_timeout_secs),
             );

@@ -5,6 +5,7 @@ mod dialect;
 mod load;
 mod secret;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use ferrobot::policy::Rule;
@@ -49,6 +50,8 @@ pub struct Config {
     /// Scheduled prompts: their time zone and retries.
     #[serde(default)]
     pub schedule: ScheduleConfig,
+    /// Specialists the bot hands long jobs to, in the background.
+    pub delegate: DelegateConfig,
 }
 
 /// `[schedule]`: scheduled prompts (the `schedule_prompt` tool, or
@@ -74,6 +77,46 @@ impl Default for ScheduleConfig {
             retry_minutes: vec![1, 5, 15],
         }
     }
+}
+
+/// `[delegate]`: specialist agents the bot hands long jobs to with its
+/// `delegate` tool ([`Delegate`](ferrobot::agent::Delegate)); each answers
+/// later in the chat, as a message of its own. Without
+/// `[delegate.agents.NAME]` sections (the default), the bot has no such
+/// tool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct DelegateConfig {
+    /// Tasks that run at once. By default, 2.
+    pub max_running: usize,
+    /// Tasks that may wait for a running one; one more is refused. By
+    /// default, 8.
+    pub max_waiting: usize,
+    /// `[delegate.agents.NAME]`: the specialists, by the name the model
+    /// writes. By default, none.
+    pub agents: BTreeMap<String, SpecialistConfig>,
+}
+
+/// `[delegate.agents.NAME]`: one specialist. It talks to the `[llm]`
+/// server, under the bot's `[[permissions.rules]]` (and its own tools'
+/// defaults), with a fresh conversation per task.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SpecialistConfig {
+    /// What it is good at, for the model choosing one. Required.
+    pub description: String,
+    /// Its system prompt. By default, none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Its model on the `[llm]` server. By default, `llm.model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The bot's tools it may use, by name (`ferrobot tools` lists them);
+    /// an unknown name is an error. By default, none.
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// `[permissions]`: which tool calls run, are asked about first, or never
@@ -341,6 +384,11 @@ impl Default for Config {
             },
             permissions: PermissionsConfig::default(),
             schedule: ScheduleConfig::default(),
+            delegate: DelegateConfig {
+                max_running: 2,
+                max_waiting: 8,
+                agents: BTreeMap::new(),
+            },
         }
     }
 }

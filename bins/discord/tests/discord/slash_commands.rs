@@ -48,6 +48,10 @@ async fn slash_commands_are_registered_typed_and_answered_through_the_interactio
             {"type": 1, "name": "new", "description": "Start a fresh conversation"},
             {"type": 1, "name": "stop", "description": "Stop the running turn"},
             {"type": 1, "name": "undo", "description": "Take back your last message and its answer"},
+            {"type": 1, "name": "tasks", "description": "List the background tasks"},
+            {"type": 1, "name": "cancel", "description": "Cancel a background task: /cancel ID", "options": [
+                {"type": 4, "name": "id", "description": "The task's id (/tasks lists them)", "required": true},
+            ]},
             {"type": 1, "name": "help", "description": "List the commands"},
             {"type": 1, "name": "tail_log", "description": "Show the end of the log.", "options": [
                 {"type": 4, "name": "lines", "description": "How many lines.", "required": true},

@@ -19,6 +19,8 @@ mod confirmations;
 mod schedules;
 // Stopping a running turn (the Stop button, `/stop`) and steering it.
 mod steering;
+// Background work: `[delegate]` specialists answering later in the chat, `/tasks`, `/cancel`.
+mod delegate;
 // Groups and forum topics: each topic its own conversation, answers threaded.
 mod topics;
 // The command menu: the tools Telegram can name, kept up to date.

@@ -45,6 +45,8 @@ async fn the_command_menu_lists_the_tools_telegram_can_name() {
             {"command": "new", "description": "Start a fresh conversation"},
             {"command": "stop", "description": "Stop the running turn"},
             {"command": "undo", "description": "Take back your last message and its answer"},
+            {"command": "tasks", "description": "List the background tasks"},
+            {"command": "cancel", "description": "Cancel a background task: /cancel ID"},
             {"command": "help", "description": "List the commands"},
             {"command": "tail_log", "description": "Show the end of the log."},
         ])

@@ -346,6 +346,11 @@ fn settings(server: &MockServer, allowed: &[u64]) -> ferrobot_app::TelegramConfi
     settings
 }
 
+/// The bot's channel to the fake at `server`, with the test settings.
+pub(crate) fn channel(server: &MockServer, allowed: &[u64]) -> Arc<dyn Channel> {
+    Arc::new(Telegram::new(&settings(server, allowed), TOKEN).unwrap())
+}
+
 /// Serves `agent` (built around the channel) in the background.
 pub(crate) fn start(
     server: &MockServer,
