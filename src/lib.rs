@@ -20,6 +20,8 @@
 //! - `bot` (feature `bot`): for a bot on any chat platform: the `Channel`
 //!   trait, `serve`, menus, confirmation questions, message splitting.
 //! - `tools` (feature `tools`): ready-made system tools and command tools.
+//! - `mcp` (feature `mcp`): the tools of MCP servers (stdio, streamable
+//!   HTTP) beside native ones.
 //!
 //! ferrobot's own CLI, Telegram and Discord bots are built on these; their
 //! config and wiring live in the `bins/app` crate, never in the library.
@@ -41,6 +43,9 @@ pub mod bot;
 pub mod confirm;
 mod error;
 pub mod history;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 pub mod message;
 pub mod policy;
 pub mod provider;

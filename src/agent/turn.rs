@@ -39,6 +39,8 @@ pub(super) async fn run(
     if let Some(command) = request.text.trim_start().strip_prefix('/') {
         return Ok(slash::run(inner, &conversation, user, command, sink, cancel).await);
     }
+    // Read once: sections set while the turn runs count from the next one.
+    let system = inner.instructions.joined();
     let typed = request
         .output
         .as_ref()
@@ -47,7 +49,7 @@ pub(super) async fn run(
             Typed::new(
                 output,
                 inner.provider.as_ref(),
-                inner.system_prompt.as_deref(),
+                system.as_deref().or(inner.system_prompt.as_deref()),
             )
         })
         .transpose()?;
@@ -79,6 +81,7 @@ pub(super) async fn run(
         records: Vec::new(),
         bad_arguments: HashMap::new(),
         typed,
+        system,
     };
     let ended = match start {
         Start::Message(message) => turn.run(message).instrument(span).await,
@@ -152,6 +155,9 @@ struct Turn<'a, S> {
     bad_arguments: HashMap<String, u32>,
     /// The typed answer asked for, if any.
     typed: Option<Typed<'a>>,
+    /// The system prompt with the agent's [`Instructions`](super::Instructions),
+    /// when it has any; else the agent's own is sent.
+    system: Option<Arc<str>>,
 }
 
 /// How one model call ended.
@@ -162,6 +168,13 @@ enum CallEnd {
 }
 
 impl<S: EventSink> Turn<'_, S> {
+    /// The system prompt this turn sends.
+    fn system_prompt(&self) -> Option<&str> {
+        self.system
+            .as_deref()
+            .or(self.inner.system_prompt.as_deref())
+    }
+
     async fn run(self, user: Message) -> Result<Reply> {
         if let Some(pending) = self.inner.history.pending(&self.conversation).await? {
             return Err(PendingError::Waiting {
@@ -432,9 +445,7 @@ impl<S: EventSink> Turn<'_, S> {
             return Ok(());
         };
         let fixed = self
-            .inner
-            .system_prompt
-            .as_deref()
+            .system_prompt()
             .map_or(0, |s| s.len() / 3)
             + tools
                 .iter()
@@ -538,6 +549,7 @@ impl<S: EventSink> Turn<'_, S> {
         let typed = self.typed.as_ref();
         let system = typed
             .and_then(Typed::system)
+            .or(self.system.as_deref())
             .or(self.inner.system_prompt.as_deref());
         let request = ChatRequest::new(&history[start..])
             .system(system)
