@@ -135,7 +135,10 @@ mod tests {
         instructions.set("a", "A one.");
         instructions.set("b", "B.");
         instructions.set("a", "A two.");
-        assert_eq!(instructions.joined().as_deref(), Some("Base.\n\nA two.\n\nB."));
+        assert_eq!(
+            instructions.joined().as_deref(),
+            Some("Base.\n\nA two.\n\nB.")
+        );
         assert_eq!(instructions.sources(), ["a", "b"]);
         instructions.set("a", " ");
         assert_eq!(instructions.joined().as_deref(), Some("Base.\n\nB."));

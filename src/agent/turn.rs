@@ -444,9 +444,7 @@ impl<S: EventSink> Turn<'_, S> {
         let Some(compaction) = &policy.compaction else {
             return Ok(());
         };
-        let fixed = self
-            .system_prompt()
-            .map_or(0, |s| s.len() / 3)
+        let fixed = self.system_prompt().map_or(0, |s| s.len() / 3)
             + tools
                 .iter()
                 .map(|t| (t.description.len() + t.parameters.to_string().len()) / 3)

@@ -267,7 +267,8 @@ impl Registrar {
                     }
                 }
                 Some((other, _)) => {
-                    let why = format!("its name `{name}` is taken by a tool of the MCP server `{other}`");
+                    let why =
+                        format!("its name `{name}` is taken by a tool of the MCP server `{other}`");
                     tracing::warn!(target: TARGET, server, tool = %name, "tool refused: {why}");
                     refused.push(format!("{name}: {why}"));
                     continue;

@@ -98,7 +98,11 @@ impl Link {
     }
 
     pub(crate) fn state(&self) -> ServerState {
-        self.status.lock().unwrap_or_else(|e| e.into_inner()).state.clone()
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .state
+            .clone()
     }
 
     pub(crate) fn pid(&self) -> Option<u32> {

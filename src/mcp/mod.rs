@@ -92,7 +92,10 @@ impl Mcp {
     ///
     /// # Panics
     /// When called outside a Tokio runtime.
-    pub fn start(agent: &Agent, servers: impl IntoIterator<Item = McpServer>) -> Result<Self, McpError> {
+    pub fn start(
+        agent: &Agent,
+        servers: impl IntoIterator<Item = McpServer>,
+    ) -> Result<Self, McpError> {
         let servers: Vec<McpServer> = servers.into_iter().collect();
         for (i, server) in servers.iter().enumerate() {
             names::check_server_name(&server.name).map_err(McpError::Name)?;
@@ -193,12 +196,13 @@ impl McpServer {
     /// listed.
     pub async fn probe(&self) -> Result<Probe, McpError> {
         let relist = Arc::new(tokio::sync::Notify::new());
-        let connection = connect_in_time(self, relist)
-            .await
-            .map_err(|reason| McpError::Connect {
-                server: self.name.clone(),
-                reason,
-            })?;
+        let connection =
+            connect_in_time(self, relist)
+                .await
+                .map_err(|reason| McpError::Connect {
+                    server: self.name.clone(),
+                    reason,
+                })?;
         let info = connection.running.peer().peer_info();
         let probe = Probe {
             server: info

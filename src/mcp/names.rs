@@ -46,7 +46,11 @@ pub(crate) fn prefixed(server: &str, tool: &str) -> String {
         // Replaced characters could make two names one ("a.b", "a/b"): the
         // hash keeps them apart, where it fits.
         let tagged = format!("{full}_{:08x}", hash(tool) as u32);
-        return if tagged.len() <= MAX_LEN { tagged } else { full };
+        return if tagged.len() <= MAX_LEN {
+            tagged
+        } else {
+            full
+        };
     }
     let tag = format!("_{:08x}", hash(tool) as u32);
     let keep = MAX_LEN - tag.len();

@@ -31,13 +31,19 @@ pub(crate) struct McpTool {
 impl McpTool {
     /// The tool `remote` describes, named `name`; or why ferrobot can't use
     /// its schema.
-    pub(crate) fn new(name: String, remote: &rmcp::model::Tool, link: &Arc<Link>) -> Result<Self, String> {
+    pub(crate) fn new(
+        name: String,
+        remote: &rmcp::model::Tool,
+        link: &Arc<Link>,
+    ) -> Result<Self, String> {
         let schema = Value::Object((*remote.input_schema).clone());
         match schema.get("type") {
             None => {}
             Some(Value::String(t)) if t == "object" => {}
             Some(other) => {
-                return Err(format!("its input schema is of type {other}, not \"object\""));
+                return Err(format!(
+                    "its input schema is of type {other}, not \"object\""
+                ));
             }
         }
         crate::tool::validate::Schema::new(&schema)
@@ -47,7 +53,12 @@ impl McpTool {
             .as_deref()
             .map(str::to_owned)
             .or_else(|| remote.title.clone())
-            .unwrap_or_else(|| format!("`{}` of the MCP server `{}`.", remote.name, link.server.name));
+            .unwrap_or_else(|| {
+                format!(
+                    "`{}` of the MCP server `{}`.",
+                    remote.name, link.server.name
+                )
+            });
         let trust = link.server.trust;
         Ok(Self {
             constraints: Constraints::new(&schema),
@@ -71,7 +82,11 @@ impl Tool for McpTool {
         &self.spec
     }
 
-    fn call(&self, arguments: Value, ctx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    fn call(
+        &self,
+        arguments: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let peer = self.link.peer().map_err(ToolError::new)?;
             let arguments = match normalize(arguments) {
@@ -84,7 +99,8 @@ impl Tool for McpTool {
                     ));
                 }
             };
-            let params = CallToolRequestParams::new(self.remote.to_string()).with_arguments(arguments);
+            let params =
+                CallToolRequestParams::new(self.remote.to_string()).with_arguments(arguments);
             // Dropping this future (the turn cancelled, the call timed out)
             // sends `notifications/cancelled` for the request: rmcp's
             // `call_tool` guards it.
@@ -130,7 +146,8 @@ impl Tool for McpTool {
     }
 
     fn check_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
-        self.constraints.check(&self.spec.name, &normalize(arguments.clone()))
+        self.constraints
+            .check(&self.spec.name, &normalize(arguments.clone()))
     }
 }
 
@@ -149,12 +166,18 @@ pub(crate) fn output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
                     Ok(bytes) if Image::is_supported_type(&image.mime_type) => {
                         images.push(Image::new(image.mime_type, bytes));
                     }
-                    Ok(_) => texts.push(format!("[an image of type {} that can't be shown]", image.mime_type)),
+                    Ok(_) => texts.push(format!(
+                        "[an image of type {} that can't be shown]",
+                        image.mime_type
+                    )),
                     Err(_) => texts.push("[an image whose data could not be decoded]".to_owned()),
                 }
             }
             ContentBlock::Audio(audio) => {
-                texts.push(format!("[audio ({}) that can't be played here]", audio.mime_type));
+                texts.push(format!(
+                    "[audio ({}) that can't be played here]",
+                    audio.mime_type
+                ));
             }
             ContentBlock::Resource(embedded) => texts.push(match embedded.resource {
                 ResourceContents::TextResourceContents { uri, text, .. } => {

@@ -50,8 +50,12 @@ pub fn mcp_home() -> PathBuf {
 /// # Panics
 /// Under CI, when it is missing or at another version.
 pub fn mcp_server(name: &str) -> Option<PathBuf> {
-    let package = mcp_home().join("node_modules/@modelcontextprotocol").join(name);
-    let what = format!("the npm MCP server @modelcontextprotocol/{name}@{MCP_SERVERS_VERSION} (.ci/run installs it)");
+    let package = mcp_home()
+        .join("node_modules/@modelcontextprotocol")
+        .join(name);
+    let what = format!(
+        "the npm MCP server @modelcontextprotocol/{name}@{MCP_SERVERS_VERSION} (.ci/run installs it)"
+    );
     let manifest = required(package.join("package.json"), &what)?;
     let version = std::fs::read_to_string(&manifest)
         .ok()
@@ -62,7 +66,11 @@ pub fn mcp_server(name: &str) -> Option<PathBuf> {
         })
         .unwrap_or_default();
     if !version.contains(MCP_SERVERS_VERSION) {
-        missing(&format!("{what} is at another version in {} ({})", package.display(), version.trim()));
+        missing(&format!(
+            "{what} is at another version in {} ({})",
+            package.display(),
+            version.trim()
+        ));
         return None;
     }
     let node = std::process::Command::new("node")

@@ -43,13 +43,22 @@ pub(crate) fn tool(name: &str, schema: Value) -> Tool {
     let Value::Object(map) = schema else {
         panic!("a schema is an object")
     };
-    Tool::new(name.to_owned(), format!("The fake `{name}`."), Arc::new(map))
+    Tool::new(
+        name.to_owned(),
+        format!("The fake `{name}`."),
+        Arc::new(map),
+    )
 }
 
 /// A tool with these annotations: read-only and destructive hints.
 pub(crate) fn annotated(name: &str, read_only: Option<bool>, destructive: Option<bool>) -> Tool {
-    tool(name, json!({"type": "object"}))
-        .with_annotations(ToolAnnotations::from_raw(None, read_only, destructive, None, None))
+    tool(name, json!({"type": "object"})).with_annotations(ToolAnnotations::from_raw(
+        None,
+        read_only,
+        destructive,
+        None,
+        None,
+    ))
 }
 
 impl Fake {

@@ -5,13 +5,13 @@
 //! environment, trust from real annotations.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
+use ferrobot::Agent;
 use ferrobot::agent::ToolOutcome;
 use ferrobot::mcp::{Mcp, McpServer, ServerState};
 use ferrobot::testing::{MockProvider, MockTurn};
-use ferrobot::Agent;
 use ferrobot_testkit::outside::mcp_server;
 use serde_json::{Value, json};
 
@@ -20,7 +20,7 @@ use super::{eventually, results};
 /// npm starts slowly on a busy machine.
 const WAIT: Duration = Duration::from_secs(60);
 
-fn everything(entry: &PathBuf) -> McpServer {
+fn everything(entry: &Path) -> McpServer {
     McpServer::stdio("everything", "node").args([entry.display().to_string(), "stdio".into()])
 }
 
@@ -41,15 +41,24 @@ async fn everything_echo_runs_through_the_agent_with_its_instructions_and_image(
     let mock = MockProvider::new()
         .then(
             MockTurn::new()
-                .tool_call("everything__echo", json!({"message": "hello from ferrobot"}))
+                .tool_call(
+                    "everything__echo",
+                    json!({"message": "hello from ferrobot"}),
+                )
                 .tool_call("everything__get-tiny-image", json!({})),
         )
         .then(MockTurn::new().text("done"));
-    let agent = Agent::builder().provider(mock.clone()).system_prompt("Be terse.").build();
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .system_prompt("Be terse.")
+        .build();
     let mcp = Mcp::start(&agent, [everything(&entry)]).unwrap();
     assert!(mcp.wait_connected(WAIT).await, "{:?}", mcp.status());
     let status = &mcp.status()[0];
-    assert!(status.tools.iter().any(|t| t == "everything__echo"), "{status:?}");
+    assert!(
+        status.tools.iter().any(|t| t == "everything__echo"),
+        "{status:?}"
+    );
     assert!(status.pid.is_some());
 
     let reply = agent.handle("alice", "echo").await.unwrap();
@@ -59,7 +68,10 @@ async fn everything_echo_runs_through_the_agent_with_its_instructions_and_image(
     assert!(!sent[1].is_error, "{}", sent[1].content);
     assert_eq!(sent[1].images.len(), 1, "{}", sent[1].content);
     let system = mock.requests()[0].system.clone().unwrap();
-    assert!(system.starts_with("Be terse.\n\n") && system.len() > "Be terse.\n\n".len() + 20, "{system}");
+    assert!(
+        system.starts_with("Be terse.\n\n") && system.len() > "Be terse.\n\n".len() + 20,
+        "{system}"
+    );
 }
 
 #[tokio::test]
@@ -77,7 +89,12 @@ async fn a_stdio_server_sees_only_path_home_and_its_configured_variables() {
     agent.handle("alice", "env").await.unwrap();
     let sent = results(&mock.requests()[1]);
     let env: Value = serde_json::from_str(&sent[0].content).unwrap();
-    let keys: BTreeSet<&str> = env.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: BTreeSet<&str> = env
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     let mut expected = BTreeSet::from(["FERROBOT_NAMED", "PATH"]);
     if std::env::var_os("HOME").is_some() {
         expected.insert("HOME");
@@ -106,14 +123,20 @@ async fn a_killed_server_is_unavailable_then_reconnected() {
 
     kill_group(pid);
     assert!(
-        eventually(WAIT, || matches!(mcp.status()[0].state, ServerState::Reconnecting(_))).await,
+        eventually(WAIT, || matches!(
+            mcp.status()[0].state,
+            ServerState::Reconnecting(_)
+        ))
+        .await,
         "{:?}",
         mcp.status()
     );
     agent.handle("alice", "echo one").await.unwrap();
     let sent = results(&mock.requests()[1]);
     assert!(
-        sent[0].content.starts_with("Tool `everything__echo` is unavailable here: the MCP server `everything`"),
+        sent[0].content.starts_with(
+            "Tool `everything__echo` is unavailable here: the MCP server `everything`"
+        ),
         "{}",
         sent[0].content
     );
@@ -130,26 +153,39 @@ async fn dropping_the_handle_stops_the_servers_process_group() {
     let Some(entry) = mcp_server("server-everything") else {
         return;
     };
-    let agent = Agent::builder().provider(MockProvider::replying("ok")).build();
+    let agent = Agent::builder()
+        .provider(MockProvider::replying("ok"))
+        .build();
     let mcp = Mcp::start(&agent, [everything(&entry)]).unwrap();
     assert!(mcp.wait_connected(WAIT).await, "{:?}", mcp.status());
     let pid = mcp.status()[0].pid.unwrap();
     let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid);
     assert!(alive());
     drop(mcp);
-    assert!(eventually(Duration::from_secs(10), || !alive()).await, "the server outlived its handle");
+    assert!(
+        eventually(Duration::from_secs(10), || !alive()).await,
+        "the server outlived its handle"
+    );
     assert!(agent.tools().is_empty());
 }
 
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+        .map(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        })
         .unwrap_or(true)
 }
 
 /// A free loopback port: one the system just gave out.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A process started by a test, in its own process group, stopped with it.
@@ -183,9 +219,16 @@ async fn an_http_server_started_late_is_usable_from_the_next_turn() {
         .reconnect_delay(Duration::from_millis(200), Duration::from_secs(1));
     let mcp = Mcp::start(&agent, [server]).unwrap();
     assert!(mcp.wait_settled(WAIT).await);
-    assert!(matches!(mcp.status()[0].state, ServerState::Failed(_)), "{:?}", mcp.status());
+    assert!(
+        matches!(mcp.status()[0].state, ServerState::Failed(_)),
+        "{:?}",
+        mcp.status()
+    );
     // Nothing waits for it.
-    assert_eq!(agent.handle("alice", "hi").await.unwrap().text, "no tools yet");
+    assert_eq!(
+        agent.handle("alice", "hi").await.unwrap().text,
+        "no tools yet"
+    );
     assert!(mock.requests()[0].tools.is_empty());
 
     let log = std::env::temp_dir().join(format!("ferrobot-mcp-http-{port}.log"));
@@ -227,7 +270,8 @@ async fn filesystem_reads_run_headless_and_writes_ask_as_annotated() {
         .then(MockTurn::new().text("done"));
     // No confirmation handler: what asks doesn't run.
     let agent = Agent::builder().provider(mock.clone()).build();
-    let server = McpServer::stdio("files", "node").args([entry.display().to_string(), dir.display().to_string()]);
+    let server = McpServer::stdio("files", "node")
+        .args([entry.display().to_string(), dir.display().to_string()]);
     let mcp = Mcp::start(&agent, [server]).unwrap();
     assert!(mcp.wait_connected(WAIT).await, "{:?}", mcp.status());
     let reply = agent.handle("alice", "read the note").await.unwrap();
@@ -236,7 +280,9 @@ async fn filesystem_reads_run_headless_and_writes_ask_as_annotated() {
     let sent = results(&mock.requests()[1]);
     assert_eq!(sent[0].content, "remember the milk");
     assert!(
-        sent[1].content.starts_with("Not run: `files__write_file` needs the user's confirmation"),
+        sent[1]
+            .content
+            .starts_with("Not run: `files__write_file` needs the user's confirmation"),
         "{}",
         sent[1].content
     );
