@@ -186,6 +186,22 @@ impl Drop for Mcp {
     }
 }
 
+/// Checks that `name` can name a server: a letter, then letters, digits,
+/// `_` or `-`, at most 32 characters, no `__` (which separates it from its
+/// tools' names). [`Mcp::start`] checks it too.
+///
+/// # Errors
+/// [`McpError::Name`] saying what a name may hold.
+///
+/// # Examples
+/// ```
+/// assert!(ferrobot::mcp::check_name("files").is_ok());
+/// assert!(ferrobot::mcp::check_name("my files").is_err());
+/// ```
+pub fn check_name(name: &str) -> Result<(), McpError> {
+    names::check_server_name(name).map_err(McpError::Name)
+}
+
 impl McpServer {
     /// Connects once, lists the tools, and disconnects (stopping a stdio
     /// server): a health check (`ferrobot doctor`). Takes at most the

@@ -239,6 +239,7 @@ impl Config {
                 "`{key}` is 0, which would leave no turn any tools; leave it out for no limit"
             )));
         }
+        self.mcp.validate()?;
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(
                 "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),

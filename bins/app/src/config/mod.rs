@@ -3,6 +3,7 @@
 
 mod dialect;
 mod load;
+mod mcp;
 mod secret;
 
 use std::fmt;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use dialect::Dialect;
 pub use load::{ConfigError, ConfigSource, LoadedConfig, user_config_file, user_data_dir};
+pub use mcp::{McpConfig, McpServerConfig};
 pub use secret::Secret;
 
 /// A bot's settings, layered: built-in defaults, then a config file (`-c
@@ -46,6 +48,9 @@ pub struct Config {
     pub discord: DiscordConfig,
     /// Which tool calls run, are asked about first, or never run.
     pub permissions: PermissionsConfig,
+    /// MCP servers whose tools join the bots' own.
+    #[serde(default)]
+    pub mcp: McpConfig,
 }
 
 /// `[permissions]`: which tool calls run, are asked about first, or never
@@ -312,6 +317,7 @@ impl Default for Config {
                 edit_interval_ms: 1200,
             },
             permissions: PermissionsConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 }
