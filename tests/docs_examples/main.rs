@@ -45,6 +45,9 @@ guides! {
     // docs/history.md: `SqliteHistory` and context policies.
     #[cfg(feature = "sqlite")]
     mod history;
+    // docs/mcp.md: MCP servers' tools, instructions.
+    #[cfg(feature = "mcp")]
+    mod mcp;
     // docs/permissions.md: rules, decisions, deferred approvals.
     mod permissions;
     // docs/providers.md: servers, settings, retries, health, other dialects.
