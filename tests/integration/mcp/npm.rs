@@ -200,10 +200,28 @@ impl Drop for Started {
     }
 }
 
-#[tokio::test]
-async fn an_http_server_started_late_is_usable_from_the_next_turn() {
+/// `server-everything` over streamable HTTP on `port`, its output in a
+/// file, in its own process group.
+fn everything_http(entry: &Path, port: u16) -> Started {
     use std::os::unix::process::CommandExt as _;
 
+    let log = std::env::temp_dir().join(format!("ferrobot-mcp-http-{port}.log"));
+    let log = std::fs::File::create(log).unwrap();
+    Started(
+        std::process::Command::new("node")
+            .args([entry.display().to_string(), "streamableHttp".into()])
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn an_http_server_started_late_is_usable_from_the_next_turn() {
     let Some(entry) = mcp_server("server-everything") else {
         return;
     };
@@ -231,23 +249,43 @@ async fn an_http_server_started_late_is_usable_from_the_next_turn() {
     );
     assert!(mock.requests()[0].tools.is_empty());
 
-    let log = std::env::temp_dir().join(format!("ferrobot-mcp-http-{port}.log"));
-    let log = std::fs::File::create(log).unwrap();
-    let _server = Started(
-        std::process::Command::new("node")
-            .args([entry.display().to_string(), "streamableHttp".into()])
-            .env("PORT", port.to_string())
-            .stdin(std::process::Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .process_group(0)
-            .spawn()
-            .unwrap(),
-    );
+    let server = everything_http(&entry, port);
     assert!(mcp.wait_connected(WAIT).await, "{:?}", mcp.status());
     let reply = agent.handle("alice", "echo").await.unwrap();
     assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Ok);
     assert_eq!(results(&mock.requests()[2])[0].content, "Echo: over http");
+
+    // It goes away: the next call fails, the tools turn unavailable, and
+    // once it is back they are usable again.
+    drop(server);
+    mock.push(MockTurn::new().tool_call("everything__echo", json!({"message": "gone?"})));
+    mock.push(MockTurn::new().text("it failed"));
+    let reply = agent.handle("alice", "echo again").await.unwrap();
+    assert_ne!(reply.tool_calls[0].outcome, ToolOutcome::Ok);
+    assert!(
+        eventually(WAIT, || matches!(
+            mcp.status()[0].state,
+            ServerState::Reconnecting(_)
+        ))
+        .await,
+        "{:?}",
+        mcp.status()
+    );
+    assert!(
+        agent
+            .tools()
+            .get("everything__echo")
+            .unwrap()
+            .availability()
+            .is_err()
+    );
+    let _server = everything_http(&entry, port);
+    assert!(mcp.wait_connected(WAIT).await, "{:?}", mcp.status());
+    mock.push(MockTurn::new().tool_call("everything__echo", json!({"message": "back"})));
+    mock.push(MockTurn::new().text("done"));
+    let reply = agent.handle("alice", "echo once more").await.unwrap();
+    assert_eq!(reply.tool_calls[0].outcome, ToolOutcome::Ok);
+    assert_eq!(results(&mock.requests()[6])[0].content, "Echo: back");
 }
 
 #[tokio::test]
