@@ -362,9 +362,10 @@ async fn connected(link: &Arc<Link>, registrar: &Registrar, connection: Connecti
     let peer = running.peer().clone();
     let name = link.server.name.as_str();
     let info = peer.peer_info();
+    link.set_peer(peer.clone());
     registrar.instruct(name, info.as_ref().and_then(|i| i.instructions.as_deref()));
     registrar.install(link, &tools);
-    link.connected(peer.clone(), group.as_ref().map(|g| g.0));
+    link.connected(group.as_ref().map(|g| g.0));
     tracing::info!(target: TARGET, server = %name, tools = tools.len(), "connected");
     let waiting = running.waiting();
     tokio::pin!(waiting);

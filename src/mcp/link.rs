@@ -62,8 +62,14 @@ impl Link {
         })
     }
 
-    pub(crate) fn connected(&self, peer: Peer<RoleClient>, pid: Option<u32>) {
+    /// The live connection, before its tools are registered, so that none
+    /// of them is ever registered without it.
+    pub(crate) fn set_peer(&self, peer: Peer<RoleClient>) {
         *self.peer.write().unwrap_or_else(|e| e.into_inner()) = Some(peer);
+    }
+
+    /// Connected, its tools registered: what [`Mcp::wait_connected`](super::Mcp::wait_connected) waits for.
+    pub(crate) fn connected(&self, pid: Option<u32>) {
         self.update(|s| {
             s.state = ServerState::Connected;
             s.pid = pid;
