@@ -188,6 +188,17 @@ mod tests {
         }
     }
 
+    /// An npm MCP server that isn't installed follows the same rule.
+    #[test]
+    fn a_missing_mcp_server_follows_this_process_ci_variable() {
+        let found = std::panic::catch_unwind(|| mcp_server("server-that-does-not-exist"));
+        if under_ci() {
+            assert!(found.is_err(), "under CI a missing part fails the test");
+        } else {
+            assert_eq!(found.ok(), Some(None), "elsewhere it is skipped");
+        }
+    }
+
     /// The decision above, wired to this process's own `CI` variable, on a
     /// corpus category that does not exist: run with and without `CI=true`
     /// to see both ways.
