@@ -28,7 +28,7 @@ use std::sync::{Arc, RwLock};
 /// assert!(agent.instructions().is_empty());
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Instructions {
     /// Whether there is no section: the turn's fast path, without the lock.
     empty: AtomicBool,

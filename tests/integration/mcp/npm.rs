@@ -328,3 +328,53 @@ async fn filesystem_reads_run_headless_and_writes_ask_as_annotated() {
     drop(mcp);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The processes of the process group `pgid` still running (zombies left
+/// out), from `/proc`.
+fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // After the command's name: state, ppid, pgrp, …
+                let fields: Vec<&str> = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect();
+                fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
+            })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_npx_started_server_runs_with_the_minimal_environment_and_stops_whole() {
+    if mcp_server("server-everything").is_none() {
+        return;
+    }
+    // `npx` finds the installed package's binary from the install folder,
+    // fetching nothing; it starts `node` in turn: two processes, one group.
+    let home = ferrobot_testkit::outside::mcp_home();
+    let agent = Agent::builder()
+        .provider(MockProvider::replying("ok"))
+        .build();
+    let server = McpServer::stdio("everything", "npx")
+        .args(["--no-install", "mcp-server-everything", "stdio"])
+        .cwd(&home);
+    let mcp = Mcp::start(&agent, [server]).unwrap();
+    assert!(mcp.wait_connected(WAIT).await, "{:?}", mcp.status());
+    assert!(agent.tools().get("everything__echo").is_some());
+    let pgid = mcp.status()[0].pid.unwrap();
+    assert!(!group_members(pgid).is_empty());
+    drop(mcp);
+    assert!(
+        eventually(Duration::from_secs(10), || group_members(pgid).is_empty()).await,
+        "left running: {:?}",
+        group_members(pgid)
+    );
+}
