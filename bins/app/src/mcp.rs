@@ -106,13 +106,17 @@ impl LoadedConfig {
         let agent = agent.clone();
         // A server's tools come after the state was applied at start-up:
         // each change of the tools applies it again (a no-op when nothing
-        // needs switching, so this settles at once).
+        // needs switching, so this settles at once). Subscribed here, so
+        // that no change before the task runs is missed.
+        let mut changes = agent.tools().changes();
         let state = tokio::spawn(async move {
-            let mut changes = agent.tools().changes();
-            while changes.changed().await.is_ok() {
+            loop {
                 match ToolState::load(&path) {
                     Ok(state) => state.apply(&agent),
                     Err(error) => tracing::warn!(%error, "tool state not applied to MCP tools"),
+                }
+                if changes.changed().await.is_err() {
+                    return;
                 }
             }
         });

@@ -52,7 +52,15 @@ pub(crate) fn find_tool(loaded: &LoadedConfig, name: &str) -> anyhow::Result<Arc
 }
 
 pub(crate) fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
-    find_tool(loaded, name)?;
+    // An MCP server's tool (`SERVER__TOOL`) is known only once the server
+    // answers; its name is taken on trust (`ferrobot mcp list` shows them).
+    let of_a_server = loaded.config.mcp.servers.keys().any(|server| {
+        name.strip_prefix(server.as_str())
+            .is_some_and(|rest| rest.starts_with("__"))
+    });
+    if !of_a_server {
+        find_tool(loaded, name)?;
+    }
     let path = loaded.tool_state_path();
     let mut state = ToolState::load(&path)?;
     state.set_enabled(name, enabled);

@@ -1394,6 +1394,11 @@ async fn run_offers_the_mcp_servers_tools_and_runs_read_only_ones_headless() {
     )
     .await;
     let url = format!("{}/v1", server.uri());
+    assert!(
+        ferrobot(&home, &["disable", "everything__get-env"])
+            .status
+            .success()
+    );
     let output = ferrobot(
         &home,
         &["--base-url", &url, "--model", "m", "run", "echo something"],
@@ -1401,6 +1406,13 @@ async fn run_offers_the_mcp_servers_tools_and_runs_read_only_ones_headless() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "It echoed.\n");
     let requests = server.received_requests().await.unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let offered = first["tools"].to_string();
+    assert!(offered.contains("everything__echo"), "{offered}");
+    assert!(
+        !offered.contains("everything__get-env"),
+        "disabled: {offered}"
+    );
     let second: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
     let result = second["messages"]
         .as_array()
@@ -1409,4 +1421,19 @@ async fn run_offers_the_mcp_servers_tools_and_runs_read_only_ones_headless() {
         .find(|m| m["role"] == "tool")
         .unwrap();
     assert_eq!(result["content"], "Echo: from the cli");
+}
+
+#[test]
+fn an_mcp_servers_tool_can_be_disabled_by_name() {
+    let home = Home::new("cli-mcp-disable");
+    std::fs::write(
+        home.path().join("ferrobot.toml"),
+        "[mcp.servers.files]\ncommand = \"npx\"\n",
+    )
+    .unwrap();
+    let off = ferrobot(&home, &["disable", "files__write_file"]);
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert_eq!(stdout(&off), "files__write_file disabled\n");
+    let unknown = ferrobot(&home, &["disable", "other__write_file"]);
+    assert_eq!(unknown.status.code(), Some(2));
 }
