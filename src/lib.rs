@@ -22,6 +22,8 @@
 //! - `tools` (feature `tools`): ready-made system tools and command tools.
 //! - `schedule` (feature `schedule`): scheduled prompts (cron or interval,
 //!   in a time zone) and later messages that survive restarts.
+//! - `mcp` (feature `mcp`): the tools of MCP servers (stdio, streamable
+//!   HTTP) beside native ones.
 //!
 //! ferrobot's own CLI, Telegram and Discord bots are built on these; their
 //! config and wiring live in the `bins/app` crate, never in the library.
@@ -43,6 +45,9 @@ pub mod bot;
 pub mod confirm;
 mod error;
 pub mod history;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 pub mod message;
 pub mod policy;
 pub mod provider;

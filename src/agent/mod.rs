@@ -30,6 +30,7 @@ mod delegate;
 mod event;
 mod exec;
 mod images;
+mod instructions;
 mod lock;
 mod output;
 mod request;
@@ -56,6 +57,7 @@ pub use event::{
     AgentEvent, Reply, Status, SubAgentEvent, ToolCallRecord, ToolOutcome, Transcript,
 };
 pub use images::ImagePolicy;
+pub use instructions::Instructions;
 pub use output::{Output, OutputMode, OutputSchemaError};
 pub use request::TurnRequest;
 pub use running::WhileBusy;
@@ -99,6 +101,8 @@ pub struct Agent {
 pub(crate) struct Inner {
     provider: Arc<dyn Provider>,
     system_prompt: Option<String>,
+    /// Sections joined after the system prompt at each turn's start.
+    instructions: Instructions,
     tools: ToolRegistry,
     state: SharedState,
     history: Arc<dyn HistoryStore>,
@@ -228,6 +232,7 @@ impl Agent {
         Agent {
             inner: Arc::new_cyclic(|me| Inner {
                 provider,
+                instructions: Instructions::new(system_prompt.clone()),
                 system_prompt,
                 tools: registry,
                 state,
@@ -464,6 +469,13 @@ impl Agent {
     /// The agent's tools; enable or disable them here at any time.
     pub fn tools(&self) -> &ToolRegistry {
         &self.inner.tools
+    }
+
+    /// Sections joined after the system prompt, set and removed while the
+    /// agent runs (an MCP server's instructions, say); each turn reads them
+    /// at its start. See [`Instructions`].
+    pub fn instructions(&self) -> &Instructions {
+        &self.inner.instructions
     }
 
     /// Takes back the conversation's last turn: its last message from the

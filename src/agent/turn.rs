@@ -43,6 +43,8 @@ pub(super) async fn run(
     {
         return Ok(slash::run(inner, &conversation, user, command, sink, cancel).await);
     }
+    // Read once: sections set while the turn runs count from the next one.
+    let system = inner.instructions.joined();
     let typed = request
         .output
         .as_ref()
@@ -51,7 +53,7 @@ pub(super) async fn run(
             Typed::new(
                 output,
                 inner.provider.as_ref(),
-                inner.system_prompt.as_deref(),
+                system.as_deref().or(inner.system_prompt.as_deref()),
             )
         })
         .transpose()?;
@@ -85,6 +87,7 @@ pub(super) async fn run(
         typed,
         within: request.within.as_ref(),
         scope: None,
+        system,
     };
     let ended = match start {
         Start::Message(message) => turn.run(message).instrument(span).await,
@@ -164,6 +167,9 @@ struct Turn<'a, S> {
     /// first tool round. (Not a `OnceLock`: a cell in the turn would cost
     /// every streamed chunk, its fields no longer known not to change.)
     scope: Option<Arc<TurnScope>>,
+    /// The system prompt with the agent's [`Instructions`](super::Instructions),
+    /// when it has any; else the agent's own is sent.
+    system: Option<Arc<str>>,
 }
 
 /// How one model call ended.
@@ -174,6 +180,13 @@ enum CallEnd {
 }
 
 impl<S: EventSink> Turn<'_, S> {
+    /// The system prompt this turn sends.
+    fn system_prompt(&self) -> Option<&str> {
+        self.system
+            .as_deref()
+            .or(self.inner.system_prompt.as_deref())
+    }
+
     async fn run(self, user: Message) -> Result<Reply> {
         if let Some(pending) = self.inner.history.pending(&self.conversation).await? {
             return Err(PendingError::Waiting {
@@ -453,11 +466,7 @@ impl<S: EventSink> Turn<'_, S> {
         let Some(compaction) = &policy.compaction else {
             return Ok(());
         };
-        let fixed = self
-            .inner
-            .system_prompt
-            .as_deref()
-            .map_or(0, |s| s.len() / 3)
+        let fixed = self.system_prompt().map_or(0, |s| s.len() / 3)
             + tools
                 .iter()
                 .map(|t| (t.description.len() + t.parameters.to_string().len()) / 3)
@@ -560,6 +569,7 @@ impl<S: EventSink> Turn<'_, S> {
         let typed = self.typed.as_ref();
         let system = typed
             .and_then(Typed::system)
+            .or(self.system.as_deref())
             .or(self.inner.system_prompt.as_deref());
         let request = ChatRequest::new(&history[start..])
             .system(system)

@@ -17,7 +17,7 @@ mod effects;
 mod func;
 mod registry;
 pub mod schema;
-mod validate;
+pub(crate) mod validate;
 
 use std::fmt;
 use std::future::Future;

@@ -47,6 +47,9 @@ guides! {
     mod history;
     // docs/multi-agent.md: agents as tools, their history, rules, budgets, events.
     mod multi_agent;
+    // docs/mcp.md: MCP servers' tools, instructions.
+    #[cfg(feature = "mcp")]
+    mod mcp;
     // docs/permissions.md: rules, decisions, deferred approvals.
     mod permissions;
     // docs/providers.md: servers, settings, retries, health, other dialects.

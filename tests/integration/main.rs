@@ -40,6 +40,10 @@ mod builtins;
 mod bot;
 // `confirm::channel`: questions answered from another task.
 mod confirm_channel;
+// MCP servers' tools: a server written here for faults, npm's reference
+// servers over stdio and streamable HTTP.
+#[cfg(feature = "mcp")]
+mod mcp;
 // The permission rules: every row of the guide's table, patterns, paths,
 // the shell reader's tricks, and properties no combination may break.
 mod policy;

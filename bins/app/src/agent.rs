@@ -158,10 +158,12 @@ impl LoadedConfig {
 
     /// Runs a bot until its channel stops: the [`agent`](Self::agent) this
     /// config describes answering on `channel` (confirmations and later
-    /// messages go through it), with the schedule tools and its scheduler
-    /// running (answers of scheduled prompts and later messages, kept in
-    /// the history file, posted to their chats), the tool state and tools files followed as
-    /// they change, and, when `notice_to` resolves to a conversation (once
+    /// messages go through it), its MCP servers connecting in the
+    /// background ([`start_mcp`](Self::start_mcp)), the schedule tools and
+    /// its scheduler running (answers of scheduled prompts and later
+    /// messages, kept in the history file, posted to their chats), the tool
+    /// state and tools files followed as they change, and, when `notice_to`
+    /// resolves to a conversation (once
     /// the channel is connected), a start-up report sent there
     /// ([`system_report`](ferrobot::tools::system_report)).
     ///
@@ -179,6 +181,12 @@ impl LoadedConfig {
                 ChannelNotifier(Arc::clone(&channel)),
             )
             .await
+            .map_err(|source| ChannelError::Other {
+                message: source.to_string(),
+                source: Some(source),
+            })?;
+        let _mcp = self
+            .start_mcp(&agent)
             .map_err(|source| ChannelError::Other {
                 message: source.to_string(),
                 source: Some(source),

@@ -7,6 +7,8 @@
 //!   environment, flags), its checks, and the provider `[llm]` describes.
 //! - [`agent`](mod@agent): the [`Agent`](ferrobot::Agent) a config describes
 //!   and a bot served from it ([`LoadedConfig::serve`]).
+//! - [`mcp`](mod@mcp): the MCP servers of `[mcp.servers]`, started in the
+//!   background for an agent.
 //! - [`images`]: the images the bots download for the model, their size
 //!   limit, and how everything else people send is named for them.
 //! - [`tool_state`]: which tools are switched off, in a file every process
@@ -18,6 +20,7 @@
 pub mod agent;
 pub mod config;
 pub mod images;
+pub mod mcp;
 pub mod retry;
 pub mod run;
 pub mod tool_state;
@@ -25,9 +28,10 @@ pub mod trace;
 
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, Dialect, DiscordConfig, HistoryConfig,
-    LlmConfig, LoadedConfig, PermissionsConfig, ScheduleConfig, Secret, TelegramConfig,
-    ToolsConfig, WhileBusyMode, user_config_file, user_data_dir,
+    LlmConfig, LoadedConfig, McpConfig, McpServerConfig, PermissionsConfig, ScheduleConfig, Secret,
+    TelegramConfig, ToolsConfig, WhileBusyMode, user_config_file, user_data_dir,
 };
+pub use mcp::McpServers;
 pub use retry::{Retry, retry};
 pub use run::{Bin, Error, lock, main};
 pub use tool_state::{ToolState, watch_tools_file};

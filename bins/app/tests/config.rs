@@ -426,3 +426,89 @@ fn delegate_specialists_are_read_and_their_unknown_tools_named() {
         Ok(())
     });
 }
+
+#[test]
+fn mcp_servers_are_read_with_their_secrets_hidden_and_tokens_from_the_environment() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "ferrobot.toml",
+            r#"
+                [mcp.servers.files]
+                command = "npx"
+                args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
+                env = { API_KEY = "env-secret" }
+                trust = "all"
+                timeout_secs = 5
+
+                [mcp.servers.search]
+                url = "https://mcp.example.com/mcp"
+                headers = { "X-Api-Key" = "header-secret" }
+                bearer_token_env = "SEARCH_TOKEN"
+
+                [mcp.servers.off]
+                command = "x"
+                enabled = false
+            "#,
+        )?;
+        jail.set_env("SEARCH_TOKEN", "token-secret");
+        let loaded = Config::load(&ConfigSource::new()).map_err(|e| e.to_string())?;
+        let files = &loaded.config.mcp.servers["files"];
+        assert_eq!(files.trust, ferrobot::mcp::Trust::All);
+        assert_eq!(files.env["API_KEY"].expose(), "env-secret");
+        let explained = loaded.explain();
+        let everything = format!("{explained:?} {:?}", loaded.config);
+        assert!(!everything.contains("secret"), "{everything}");
+        let servers = loaded.mcp_servers();
+        let names: Vec<&str> = servers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["files", "search"], "disabled ones are left out");
+        let search = servers[1].1.as_ref().unwrap();
+        assert!(!format!("{search:?}").contains("secret"), "{search:?}");
+        assert_eq!(search.describe(), "https://mcp.example.com/mcp");
+        assert_eq!(
+            servers[0].1.as_ref().unwrap().call_timeout(),
+            std::time::Duration::from_secs(5)
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_bad_mcp_server_is_named_by_its_key() {
+    for (toml, expected) in [
+        (
+            "[mcp.servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n",
+            "`mcp.servers.x` has both `command` and `url`",
+        ),
+        (
+            "[mcp.servers.x]\ntrust = \"all\"\n",
+            "`mcp.servers.x` needs `command`",
+        ),
+        (
+            "[mcp.servers.x]\nurl = \"ftp://b\"\n",
+            "`mcp.servers.x.url` is `ftp://b`",
+        ),
+        (
+            "[mcp.servers.\"my files\"]\ncommand = \"a\"\n",
+            "`mcp.servers.my files`: the MCP server name \"my files\" can't prefix tool names",
+        ),
+        (
+            "[mcp.servers.x]\ncommand = \"a\"\nbearer_token_env = \"T\"\n",
+            "`mcp.servers.x`: `headers` and `bearer_token_env` are for HTTP servers",
+        ),
+        (
+            "[mcp.servers.x]\ncommand = \"a\"\ntrust = \"some\"\n",
+            "unknown variant: found `some`, expected",
+        ),
+        (
+            "[mcp.servers.x]\ncommand = \"a\"\ntimeout_secs = 0\n",
+            "`mcp.servers.x.timeout_secs` is 0",
+        ),
+    ] {
+        Jail::expect_with(|jail| {
+            jail.create_file("ferrobot.toml", toml)?;
+            let error = Config::load(&ConfigSource::new()).unwrap_err().to_string();
+            assert!(error.contains(expected), "{toml}: {error}");
+            Ok(())
+        });
+    }
+}

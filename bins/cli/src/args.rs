@@ -67,8 +67,14 @@ pub(crate) enum Command {
         /// The tool's name.
         name: String,
     },
-    /// Probe the model server: reachable, model present, latency.
+    /// Probe the model server (reachable, model present, latency) and
+    /// each MCP server of `[mcp.servers]` (connects, lists its tools).
     Doctor,
+    /// The MCP servers of `[mcp.servers]`.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -85,6 +91,17 @@ pub(crate) enum Command {
     Permissions {
         #[command(subcommand)]
         action: Option<PermissionsAction>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpAction {
+    /// Connect to each server and show its state (connected, or failed
+    /// and why) and its tools as the model would see them.
+    List {
+        /// Wait at most this many seconds for the servers to answer.
+        #[arg(long, default_value_t = 30)]
+        wait: u64,
     },
 }
 

@@ -91,6 +91,9 @@ pub(crate) async fn chat(
     })
     .await?;
     let _state = ToolState::watch(loaded.tool_state_path(), &agent);
+    // The MCP servers connect in the background; each one's tools are
+    // offered from the turn after it answers.
+    let _mcp = loaded.start_mcp(&agent).map_err(|e| anyhow::anyhow!(e))?;
     // Say up front when the model is out of reach; slash commands still work.
     let health = agent.provider().health().await;
     if !health.is_ok() {

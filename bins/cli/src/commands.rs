@@ -1,5 +1,6 @@
 //! The commands that don't talk to the model: `tools`, `enable` and
-//! `disable`, `doctor` (which only probes it) and `config check`.
+//! `disable`, `doctor` (which only probes it and the MCP servers) and
+//! `config check`.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -51,7 +52,15 @@ pub(crate) fn find_tool(loaded: &LoadedConfig, name: &str) -> anyhow::Result<Arc
 }
 
 pub(crate) fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
-    find_tool(loaded, name)?;
+    // An MCP server's tool (`SERVER__TOOL`) is known only once the server
+    // answers; its name is taken on trust (`ferrobot mcp list` shows them).
+    let of_a_server = loaded.config.mcp.servers.keys().any(|server| {
+        name.strip_prefix(server.as_str())
+            .is_some_and(|rest| rest.starts_with("__"))
+    });
+    if !of_a_server {
+        find_tool(loaded, name)?;
+    }
     let path = loaded.tool_state_path();
     let mut state = ToolState::load(&path)?;
     state.set_enabled(name, enabled);
@@ -63,6 +72,17 @@ pub(crate) fn switch(loaded: &LoadedConfig, name: &str, enabled: bool) -> anyhow
 }
 
 pub(crate) async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
+    let llm = llm_doctor(loaded).await?;
+    let mcp = crate::mcp::doctor(loaded).await;
+    Ok(if llm && mcp {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DOCTOR)
+    })
+}
+
+/// The model server's part of `doctor`: whether it is well.
+async fn llm_doctor(loaded: &LoadedConfig) -> anyhow::Result<bool> {
     let provider = loaded.provider()?;
     let llm = &loaded.config.llm;
     let health = provider.health().await;
@@ -74,7 +94,7 @@ pub(crate) async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     out!("model:   {}", llm.model);
     if health.is_ok() {
         out!("status:  ok");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(true);
     }
     out!(
         "status:  {}",
@@ -87,7 +107,7 @@ pub(crate) async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     if let Some(detail) = health.detail {
         out!("problem: {detail}");
     }
-    Ok(ExitCode::from(EXIT_DOCTOR))
+    Ok(false)
 }
 
 pub(crate) fn config_check(loaded: &LoadedConfig) -> ExitCode {

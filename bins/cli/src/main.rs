@@ -10,6 +10,7 @@
 //! - `chat`: the chat, a line editor over the agent;
 //! - `turn`: one turn printed as it streams (`run`, and each chat line);
 //! - `commands`: `tools`, `enable`, `disable`, `doctor`, `config check`;
+//! - `mcp`: `mcp list`, and the MCP servers' part of `doctor`;
 //! - `history`: `history list`, `show` and `search`;
 //! - `permissions`: `permissions` and `permissions test`;
 //! - `logs`: logs and traces, beside the history;
@@ -34,11 +35,12 @@ mod chat;
 mod commands;
 mod history;
 mod logs;
+mod mcp;
 mod permissions;
 mod render;
 mod turn;
 
-use crate::args::{Cli, Command, ConfigAction};
+use crate::args::{Cli, Command, ConfigAction, McpAction};
 use crate::chat::chat;
 use crate::commands::{config_check, doctor, switch, tools};
 use crate::history::history;
@@ -87,6 +89,9 @@ async fn main() -> ExitCode {
         }
         Some(Command::Doctor) => doctor(&loaded).await,
         Some(Command::Tools) => tools(&loaded),
+        Some(Command::Mcp {
+            action: McpAction::List { wait },
+        }) => mcp::list(&loaded, std::time::Duration::from_secs(wait)).await,
         Some(Command::Enable { name }) => switch(&loaded, &name, true),
         Some(Command::Disable { name }) => switch(&loaded, &name, false),
         Some(Command::Config {

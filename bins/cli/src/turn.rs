@@ -40,6 +40,12 @@ pub(crate) async fn run(
         request = request.output(output_schema(path)?);
     }
     let agent = agent(loaded, yes).await?;
+    // One turn: it waits for the MCP servers to answer (or fail) first, so
+    // their tools are offered.
+    let mcp = loaded.start_mcp(&agent).map_err(|e| anyhow::anyhow!(e))?;
+    mcp.wait_settled(std::time::Duration::from_secs(30)).await;
+    // Their tools follow the tool state file from this turn on.
+    ferrobot_app::ToolState::load(&loaded.tool_state_path())?.apply(&agent);
     let conversation = conversation_id(args);
     let typed = request.output.is_some();
     let mut events = agent.stream(&conversation, request);

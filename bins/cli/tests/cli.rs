@@ -1292,3 +1292,148 @@ fn a_bad_permission_rule_exits_2_naming_its_key() {
         stderr(&output)
     );
 }
+
+/// A config with npm's `server-everything` (stdio) as `everything`, a
+/// server that can't start, a disabled one and one whose token isn't set;
+/// or `None` after a loud skip when the npm servers aren't installed.
+fn mcp_config(home: &Home) -> Option<()> {
+    let entry = ferrobot_testkit::outside::mcp_server("server-everything")?;
+    std::fs::write(
+        home.path().join("ferrobot.toml"),
+        format!(
+            r#"
+[mcp.servers.everything]
+command = "node"
+args = ["{}", "stdio"]
+
+[mcp.servers.broken]
+command = "/nonexistent/mcp-server"
+
+[mcp.servers.off]
+command = "node"
+enabled = false
+
+[mcp.servers.remote]
+url = "http://127.0.0.1:9/mcp"
+bearer_token_env = "FERROBOT_TEST_UNSET_TOKEN"
+"#,
+            entry.display()
+        ),
+    )
+    .unwrap();
+    Some(())
+}
+
+#[test]
+fn mcp_list_shows_each_servers_state_and_tools() {
+    let home = Home::new("cli-mcp-list");
+    let Some(()) = mcp_config(&home) else {
+        return;
+    };
+    let output = ferrobot(&home, &["mcp", "list", "--wait", "60"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = stdout(&output);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("broken: failed: could not start `/nonexistent/mcp-server`"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("everything: connected (node "),
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  everything__echo ")
+                && l.ends_with("Echoes back the input string")),
+        "{out}"
+    );
+    assert!(lines.contains(&"off: disabled"), "{out}");
+    assert!(
+        lines.contains(
+            &"remote: not started: `mcp.servers.remote.bearer_token_env` names `FERROBOT_TEST_UNSET_TOKEN`, which is not set; set it or remove the key"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_connects_to_each_mcp_server_and_says_how_it_went() {
+    let home = Home::new("cli-mcp-doctor");
+    let Some(()) = mcp_config(&home) else {
+        return;
+    };
+    let output = ferrobot(&home, &["--base-url", "http://127.0.0.1:9/v1", "doctor"]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let out = stdout(&output);
+    assert!(out.contains("\nmcp everything: ok, "), "{out}");
+    assert!(
+        out.contains(
+            "\nmcp broken: failed: could not connect to the MCP server `broken`: could not start"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nmcp remote: failed: `mcp.servers.remote.bearer_token_env` names"),
+        "{out}"
+    );
+    assert!(!out.contains("mcp off"), "{out}");
+}
+
+#[tokio::test]
+async fn run_offers_the_mcp_servers_tools_and_runs_read_only_ones_headless() {
+    let home = Home::new("cli-mcp-run");
+    let Some(()) = mcp_config(&home) else {
+        return;
+    };
+    let server = tool_round_server(
+        "everything__echo",
+        serde_json::json!({"message": "from the cli"}),
+        "It echoed.",
+    )
+    .await;
+    let url = format!("{}/v1", server.uri());
+    assert!(
+        ferrobot(&home, &["disable", "everything__get-env"])
+            .status
+            .success()
+    );
+    let output = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "echo something"],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "It echoed.\n");
+    let requests = server.received_requests().await.unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let offered = first["tools"].to_string();
+    assert!(offered.contains("everything__echo"), "{offered}");
+    assert!(
+        !offered.contains("everything__get-env"),
+        "disabled: {offered}"
+    );
+    let second: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(result["content"], "Echo: from the cli");
+}
+
+#[test]
+fn an_mcp_servers_tool_can_be_disabled_by_name() {
+    let home = Home::new("cli-mcp-disable");
+    std::fs::write(
+        home.path().join("ferrobot.toml"),
+        "[mcp.servers.files]\ncommand = \"npx\"\n",
+    )
+    .unwrap();
+    let off = ferrobot(&home, &["disable", "files__write_file"]);
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert_eq!(stdout(&off), "files__write_file disabled\n");
+    let unknown = ferrobot(&home, &["disable", "other__write_file"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}

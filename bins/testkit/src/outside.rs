@@ -1,6 +1,6 @@
 //! Parts of a test's setup that live outside this repository: the recorded
-//! traffic in `../shared/corpus`, the real model server, and later a
-//! database server, npm packages or a browser.
+//! traffic in `../shared/corpus`, the real model server, the npm MCP
+//! servers, and later a database server or a browser.
 //!
 //! Every test that needs one follows one rule when it is missing. Under CI
 //! (the `CI` environment variable set, and not empty, `false` or `0`) the
@@ -26,6 +26,63 @@ pub fn corpus(category: &str) -> Option<PathBuf> {
         shared_dir().join("corpus").join(category),
         "the recorded traffic corpus",
     )
+}
+
+/// The version of the npm MCP servers the tests use, which `.ci/run`
+/// installs.
+pub const MCP_SERVERS_VERSION: &str = "2026.8.31";
+
+/// Where `.ci/run` installs the npm MCP servers: `FERROBOT_MCP_HOME`, else
+/// `~/.cache/ferrobot-mcp`.
+pub fn mcp_home() -> PathBuf {
+    match std::env::var_os("FERROBOT_MCP_HOME").filter(|v| !v.is_empty()) {
+        Some(home) => PathBuf::from(home),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+            .join(".cache/ferrobot-mcp"),
+    }
+}
+
+/// The entry script (`dist/index.js`) of the npm package
+/// `@modelcontextprotocol/<name>` installed in [`mcp_home`] at
+/// [`MCP_SERVERS_VERSION`], with `node` on `PATH`; or `None` after a loud
+/// skip when either is missing outside CI.
+///
+/// # Panics
+/// Under CI, when it is missing or at another version.
+pub fn mcp_server(name: &str) -> Option<PathBuf> {
+    let package = mcp_home()
+        .join("node_modules/@modelcontextprotocol")
+        .join(name);
+    let what = format!(
+        "the npm MCP server @modelcontextprotocol/{name}@{MCP_SERVERS_VERSION} (.ci/run installs it)"
+    );
+    let manifest = required(package.join("package.json"), &what)?;
+    let version = std::fs::read_to_string(&manifest)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with("\"version\""))
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    if !version.contains(MCP_SERVERS_VERSION) {
+        missing(&format!(
+            "{what} is at another version in {} ({})",
+            package.display(),
+            version.trim()
+        ));
+        return None;
+    }
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !node.is_ok_and(|s| s.success()) {
+        missing("`node` is not on PATH, and the npm MCP servers need it");
+        return None;
+    }
+    required(package.join("dist/index.js"), &what)
 }
 
 /// `path` if it exists; else the rule above: `None` after a loud skip, or a
@@ -128,6 +185,17 @@ mod tests {
                 ),
                 "CI={ci:?}"
             );
+        }
+    }
+
+    /// An npm MCP server that isn't installed follows the same rule.
+    #[test]
+    fn a_missing_mcp_server_follows_this_process_ci_variable() {
+        let found = std::panic::catch_unwind(|| mcp_server("server-that-does-not-exist"));
+        if under_ci() {
+            assert!(found.is_err(), "under CI a missing part fails the test");
+        } else {
+            assert_eq!(found.ok(), Some(None), "elsewhere it is skipped");
         }
     }
 

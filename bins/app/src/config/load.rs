@@ -249,6 +249,7 @@ impl Config {
                 "`schedule.retry_minutes` holds {minutes}; give minutes from 1, e.g. [1, 5, 15], or [] for no retries"
             )));
         }
+        self.mcp.validate()?;
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(
                 "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),

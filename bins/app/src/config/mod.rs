@@ -3,6 +3,7 @@
 
 mod dialect;
 mod load;
+mod mcp;
 mod secret;
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use dialect::Dialect;
 pub use load::{ConfigError, ConfigSource, LoadedConfig, user_config_file, user_data_dir};
+pub use mcp::{McpConfig, McpServerConfig};
 pub use secret::Secret;
 
 /// A bot's settings, layered: built-in defaults, then a config file (`-c
@@ -52,6 +54,9 @@ pub struct Config {
     pub schedule: ScheduleConfig,
     /// Specialists the bot hands long jobs to, in the background.
     pub delegate: DelegateConfig,
+    /// MCP servers whose tools join the bots' own.
+    #[serde(default)]
+    pub mcp: McpConfig,
 }
 
 /// `[schedule]`: scheduled prompts (the `schedule_prompt` tool, or
@@ -389,6 +394,7 @@ impl Default for Config {
                 max_waiting: 8,
                 agents: BTreeMap::new(),
             },
+            mcp: McpConfig::default(),
         }
     }
 }

@@ -259,3 +259,55 @@ async fn the_binary_runs_a_schedule_made_by_a_slash_command() {
     bot.start_kill().unwrap();
     let _ = bot.wait().await;
 }
+
+/// An MCP server of the config (npm's `server-everything`, over stdio)
+/// starts with the bot: its tools join the command menu once it connects,
+/// and the model's call of one is answered by it.
+#[tokio::test]
+async fn the_binary_offers_the_tools_of_its_mcp_servers() {
+    let Some(entry) = ferrobot_testkit::outside::mcp_server("server-everything") else {
+        return;
+    };
+    let (api, server) = FakeBotApi::start().await;
+    let model = llm(vec![
+        ferrobot::testing::tool_call_sse("c1", "everything__echo", &json!({"message": "hi"})),
+        text_answer("It said hi."),
+    ])
+    .await;
+    let home = Home::new("telegram-mcp");
+    let mut bot = home
+        .command(
+            BIN,
+            &[
+                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
+                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+                ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
+                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+                ("FERROBOT_LLM__MODEL", "test-model".into()),
+                ("FERROBOT_MCP__SERVERS__EVERYTHING__COMMAND", "node".into()),
+                (
+                    "FERROBOT_MCP__SERVERS__EVERYTHING__ARGS",
+                    format!("[\"{}\", \"stdio\"]", entry.display()),
+                ),
+            ],
+        )
+        .spawn()
+        .unwrap();
+    api.wait_for("SetMyCommands", |m| {
+        m.to_string().contains("everything__echo")
+    })
+    .await;
+    api.text(ANN, ANN as i64, "say hi through echo");
+    api.wait_for_reply(0, |c| c["text"] == r"It said hi\.")
+        .await;
+    let requests = model.received_requests().await.unwrap();
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert!(
+        second["messages"].to_string().contains("Echo: hi"),
+        "{second}"
+    );
+    bot.start_kill().unwrap();
+    let _ = bot.wait().await;
+}
