@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
@@ -105,6 +105,8 @@ pub struct Delegate {
     specialists: Vec<Specialist>,
     max_running: usize,
     max_waiting: usize,
+    /// How long one task may run.
+    timeout: Duration,
     /// Places in the queue: running and waiting together.
     places: Arc<Semaphore>,
     /// Running slots.
@@ -141,6 +143,8 @@ impl Default for Delegate {
 const MAX_RUNNING: usize = 2;
 /// …and this many more wait.
 const MAX_WAITING: usize = 8;
+/// A task running longer is stopped.
+const TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 impl Delegate {
     /// A `delegate` tool without specialists yet; add them with
@@ -157,6 +161,7 @@ impl Delegate {
             specialists: Vec::new(),
             max_running: MAX_RUNNING,
             max_waiting: MAX_WAITING,
+            timeout: TIMEOUT,
             places: Arc::new(Semaphore::new(MAX_RUNNING + MAX_WAITING)),
             slots: Arc::new(Semaphore::new(MAX_RUNNING)),
         };
@@ -236,6 +241,23 @@ impl Delegate {
     pub fn max_waiting(mut self, tasks: usize) -> Self {
         self.max_waiting = tasks;
         self.resize();
+        self
+    }
+
+    /// How long one task may run, from when it starts (not while it
+    /// waits); past it the task is stopped and the chat is told it failed.
+    /// By default, 30 minutes.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use ferrobot::agent::Delegate;
+    /// let delegate = Delegate::new().timeout(Duration::from_secs(10 * 60));
+    /// # let _ = delegate;
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
         self
     }
 
@@ -372,6 +394,7 @@ impl Delegate {
             scope: scope.detached(),
             conversation,
             cancel,
+            timeout: self.timeout,
             slots: Arc::clone(&self.slots),
             place,
         };
@@ -411,6 +434,7 @@ struct Job {
     scope: Arc<TurnScope>,
     conversation: Arc<str>,
     cancel: CancellationToken,
+    timeout: Duration,
     slots: Arc<Semaphore>,
     /// Its place in the queue, given back once it ran.
     place: OwnedSemaphorePermit,
@@ -426,6 +450,7 @@ impl Job {
             scope,
             conversation,
             cancel,
+            timeout,
             slots,
             place,
         } = self;
@@ -446,7 +471,20 @@ impl Job {
                     None,
                 )
                 .with_caller(scope as Arc<dyn std::any::Any + Send + Sync>);
-                match tool.turn(task, &ctx).await {
+                let Ok(done) = tokio::time::timeout(timeout, tool.turn(task, &ctx)).await else {
+                    return finish(
+                        &parent,
+                        id,
+                        &name,
+                        &conversation,
+                        State::Failed(format!(
+                            "it ran past its time limit ({}) and was stopped",
+                            crate::history::human_interval(timeout)
+                        )),
+                    )
+                    .await;
+                };
+                match done {
                     Err(refused) => State::Failed(refused.to_string()),
                     Ok(Ok(reply)) if !reply.pending.is_empty() => {
                         let calls: Vec<String> = reply
@@ -467,28 +505,34 @@ impl Job {
             }
         };
         drop(place);
-        let text = match &ended {
-            State::Finished(answer) => format!("Task {id} ({name}) finished:\n\n{answer}"),
-            State::Failed(why) => format!("Task {id} ({name}) failed: {why}"),
-            _ => format!("Task {id} ({name}) was cancelled."),
-        };
-        tracing::info!(task = id, specialist = %name, %conversation, state = ended.word(), "background task ended");
-        parent.tasks.set(id, ended);
+        finish(&parent, id, &name, &conversation, ended).await;
+    }
+}
+
+/// Records how task `id` ended, stores its result in the conversation and
+/// posts it.
+async fn finish(parent: &Inner, id: u64, name: &str, conversation: &Arc<str>, ended: State) {
+    let text = match &ended {
+        State::Finished(answer) => format!("Task {id} ({name}) finished:\n\n{answer}"),
+        State::Failed(why) => format!("Task {id} ({name}) failed: {why}"),
+        _ => format!("Task {id} ({name}) was cancelled."),
+    };
+    tracing::info!(task = id, specialist = %name, %conversation, state = ended.word(), "background task ended");
+    parent.tasks.set(id, ended);
+    {
+        // Never in the middle of a turn of the conversation: the model
+        // reads it as the last word before the next message.
+        let _turn = parent.locks.lock(conversation).await;
+        if let Err(error) = parent
+            .history
+            .append(conversation, &[Message::assistant(text.as_str())])
+            .await
         {
-            // Never in the middle of a turn of the conversation: the
-            // model reads it as the last word before the next message.
-            let _turn = parent.locks.lock(&conversation).await;
-            if let Err(error) = parent
-                .history
-                .append(&conversation, &[Message::assistant(text.as_str())])
-                .await
-            {
-                tracing::warn!(%conversation, task = id, error = %error.chain(), "could not store a background task's result");
-            }
+            tracing::warn!(%conversation, task = id, error = %error.chain(), "could not store a background task's result");
         }
-        if let Some(notifier) = &parent.notifier {
-            notifier.notify(conversation.to_string(), text).await;
-        }
+    }
+    if let Some(notifier) = &parent.notifier {
+        notifier.notify(conversation.to_string(), text).await;
     }
 }
 
@@ -685,7 +729,6 @@ fn age(elapsed: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn ages_are_short() {

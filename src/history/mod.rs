@@ -26,10 +26,10 @@ pub use context::{CharEstimate, Compaction, ContextPolicy, IMAGE_TOKENS, TokenEs
 pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use memory::MemoryHistory;
 pub use pending::{PendingCall, PendingTurn};
-pub(crate) use scheduled::whole_secs;
 pub use scheduled::{LaterMessage, Recurrence, Schedule};
 #[cfg(feature = "sqlite")]
 pub(crate) use scheduled::{from_secs, to_secs};
+pub(crate) use scheduled::{human_interval, whole_secs};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteHistory;

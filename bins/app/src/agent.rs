@@ -117,7 +117,8 @@ impl LoadedConfig {
         }
         let mut delegate = Delegate::new()
             .max_running(config.max_running)
-            .max_waiting(config.max_waiting);
+            .max_waiting(config.max_waiting)
+            .timeout(Duration::from_secs(config.timeout_mins.max(1) * 60));
         for (name, specialist) in &config.agents {
             let unknown: Vec<&str> = specialist
                 .tools

@@ -272,6 +272,30 @@ async fn a_failed_task_is_posted_as_a_failure() {
     until_tasks_say(&agent, "alice", "1 failed (researcher").await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_task_past_its_time_limit_is_stopped_and_posted_as_a_failure() {
+    let specialist = MockProvider::new().then(
+        MockTurn::new()
+            .text("never")
+            .delay(Duration::from_secs(3600)),
+    );
+    let model = MockProvider::new()
+        .then(delegating("Read every book."))
+        .then(MockTurn::new().text("Started."));
+    let delegate = researcher(specialist).timeout(Duration::from_secs(600));
+    let (agent, mut posted) = lead(model, delegate);
+    agent.handle("alice", "read everything").await.unwrap();
+    let (chat, text) = posted.recv().await.unwrap();
+    assert_eq!(
+        (chat.as_str(), text.as_str()),
+        (
+            "alice",
+            "Task 1 (researcher) failed: it ran past its time limit (10m) and was stopped"
+        )
+    );
+    until_tasks_say(&agent, "alice", "1 failed (researcher").await;
+}
+
 #[tokio::test]
 async fn an_agent_without_a_notifier_is_told_to_do_the_job_now() {
     let model = MockProvider::new()

@@ -98,6 +98,8 @@ pub struct DelegateConfig {
     /// Tasks that may wait for a running one; one more is refused. By
     /// default, 8.
     pub max_waiting: usize,
+    /// Minutes one task may run before it is stopped. By default, 30.
+    pub timeout_mins: u64,
     /// `[delegate.agents.NAME]`: the specialists, by the name the model
     /// writes. By default, none.
     pub agents: BTreeMap<String, SpecialistConfig>,
@@ -392,6 +394,7 @@ impl Default for Config {
             delegate: DelegateConfig {
                 max_running: 2,
                 max_waiting: 8,
+                timeout_mins: 30,
                 agents: BTreeMap::new(),
             },
             mcp: McpConfig::default(),

@@ -183,31 +183,8 @@ async fn a_failed_download_is_named_and_the_token_stays_out_of_log_and_chat() {
     assert!(body.contains("what is this?") && !body.contains(secret));
 }
 
-/// `secs` since the Unix epoch as RFC 3339 in UTC, e.g. `2026-12-03T08:00:05Z`.
-fn rfc3339(secs: u64) -> String {
-    // Howard Hinnant's `civil_from_days`.
-    let days = (secs / 86_400) as i64;
-    let rest = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
-}
-
 #[tokio::test]
 async fn the_binary_runs_a_schedule_made_by_a_slash_command() {
-    assert_eq!(rfc3339(1_796_284_805), "2026-12-03T08:00:05Z");
     let (api, server) = FakeBotApi::start().await;
     let model = llm(vec![text_answer("Backups are current.")]).await;
     let home = Home::new("telegram-schedule");
@@ -230,17 +207,12 @@ async fn the_binary_runs_a_schedule_made_by_a_slash_command() {
         c.to_string().contains("schedule_prompt")
     })
     .await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    // Whole seconds: the store keeps seconds.
+    let at = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + 6).unwrap();
     api.text(
         ANN,
         ANN as i64,
-        &format!(
-            r#"/schedule_prompt at={} prompt="are the backups current?""#,
-            rfc3339(now + 6)
-        ),
+        &format!(r#"/schedule_prompt at={at} prompt="are the backups current?""#),
     );
     api.wait_for("SendMessage", |c| {
         c["text"]
