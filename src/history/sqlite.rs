@@ -476,6 +476,16 @@ impl SqliteHistory {
         })
     }
 
+    /// Runs `work` with the connection on a blocking thread; its SQLite
+    /// error becomes [`sqlite_error`]'s, naming this store's file.
+    fn sql<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, HistoryError>> {
+        let path = self.inner.path.clone();
+        self.run(move |connection| work(connection).map_err(|e| sqlite_error(&path, e)))
+    }
+
     /// Runs `work` with the connection on a blocking thread.
     fn run<T: Send + 'static>(
         &self,
@@ -781,17 +791,13 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Approval>, HistoryError>> {
         let conversation = conversation.to_owned();
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            let mut select = connection
-                .prepare_cached("SELECT body FROM approvals WHERE conversation = ?1 ORDER BY id")
-                .map_err(fail)?;
-            let bodies = select
-                .query_map([&conversation], |row| row.get::<_, String>(0))
-                .map_err(fail)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(fail)?;
+        self.sql(move |connection| {
+            let bodies: Vec<String> = select_all(
+                connection,
+                "SELECT body FROM approvals WHERE conversation = ?1 ORDER BY id",
+                [&conversation],
+                |row| row.get(0),
+            )?;
             Ok(bodies
                 .iter()
                 // One this version can't read is skipped: the user is asked
@@ -806,23 +812,21 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
         approval: &'a Approval,
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let body = match serde_json::to_string(approval) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(async { Err(storage("could not encode an approval", e)) }),
+        };
         let conversation = conversation.to_owned();
-        let body = serde_json::to_string(approval);
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let body = body.map_err(|e| storage("could not encode an approval", e))?;
-            let fail = |e| sqlite_error(&path, e);
-            let tx = connection
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(fail)?;
+        self.sql(move |connection| {
+            let tx =
+                connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let time = now();
-            ensure_conversation(&tx, &conversation, None, time).map_err(fail)?;
+            ensure_conversation(&tx, &conversation, None, time)?;
             tx.execute(
                 "INSERT INTO approvals (conversation, body, created_at) VALUES (?1, ?2, ?3)",
                 params![conversation, body, time],
-            )
-            .map_err(fail)?;
-            tx.commit().map_err(fail)
+            )?;
+            tx.commit()
         })
     }
 
@@ -856,17 +860,18 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
         pending: Option<&'a PendingTurn>,
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let body = match pending.map(serde_json::to_string).transpose() {
+            Ok(body) => body,
+            Err(e) => {
+                return Box::pin(async { Err(storage("could not encode a pending turn", e)) });
+            }
+        };
         let conversation = conversation.to_owned();
-        let body = pending.map(serde_json::to_string).transpose();
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let body = body.map_err(|e| storage("could not encode a pending turn", e))?;
-            let fail = |e| sqlite_error(&path, e);
-            let tx = connection
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(fail)?;
-            set_pending_in(&tx, &conversation, body.as_deref()).map_err(fail)?;
-            tx.commit().map_err(fail)
+        self.sql(move |connection| {
+            let tx =
+                connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            set_pending_in(&tx, &conversation, body.as_deref())?;
+            tx.commit()
         })
     }
 
@@ -880,17 +885,13 @@ impl HistoryStore for SqliteHistory {
 
     fn clear<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, Result<(), HistoryError>> {
         let conversation = conversation.to_owned();
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            let tx = connection
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(fail)?;
-            let images = images_from(&tx, &conversation, 0).map_err(fail)?;
-            tx.execute("DELETE FROM conversations WHERE id = ?1", [&conversation])
-                .map_err(fail)?;
-            drop_unshown(&tx, &images).map_err(fail)?;
-            tx.commit().map_err(fail)
+        self.sql(move |connection| {
+            let tx =
+                connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let images = images_from(&tx, &conversation, 0)?;
+            tx.execute("DELETE FROM conversations WHERE id = ?1", [&conversation])?;
+            drop_unshown(&tx, &images)?;
+            tx.commit()
         })
     }
 
@@ -962,18 +963,14 @@ impl HistoryStore for SqliteHistory {
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>> {
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            let mut select = connection
-                .prepare_cached(
-                    "SELECT c.id, c.title, c.created_at, c.updated_at,
-                            (SELECT count(*) FROM messages m WHERE m.conversation = c.id)
-                     FROM conversations c ORDER BY c.updated_at DESC, c.id",
-                )
-                .map_err(fail)?;
-            let rows = select
-                .query_map([], |row| {
+        self.sql(move |connection| {
+            select_all(
+                connection,
+                "SELECT c.id, c.title, c.created_at, c.updated_at,
+                        (SELECT count(*) FROM messages m WHERE m.conversation = c.id)
+                 FROM conversations c ORDER BY c.updated_at DESC, c.id",
+                [],
+                |row| {
                     Ok(ConversationInfo {
                         id: row.get(0)?,
                         title: row.get(1)?,
@@ -981,9 +978,8 @@ impl HistoryStore for SqliteHistory {
                         updated: row.get(3)?,
                         messages: row.get::<_, i64>(4)? as usize,
                     })
-                })
-                .map_err(fail)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(fail)
+                },
+            )
         })
     }
 
@@ -993,57 +989,50 @@ impl HistoryStore for SqliteHistory {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<SearchHit>, HistoryError>> {
         let query = fts_query(query);
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
+        self.sql(move |connection| {
             if query.is_empty() {
                 return Ok(Vec::new());
             }
-            let fail = |e| sqlite_error(&path, e);
-            let mut select = connection
-                .prepare_cached(
-                    "SELECT m.conversation, m.seq, m.role,
-                            snippet(messages_fts, 0, '[', ']', '…', 12)
-                     FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-                     WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2",
-                )
-                .map_err(fail)?;
-            let rows = select
-                .query_map(params![query, limit as i64], |row| {
+            select_all(
+                connection,
+                "SELECT m.conversation, m.seq, m.role,
+                        snippet(messages_fts, 0, '[', ']', '…', 12)
+                 FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+                 WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2",
+                params![query, limit as i64],
+                |row| {
                     Ok(SearchHit {
                         conversation: row.get(0)?,
                         index: row.get::<_, i64>(1)? as usize,
                         role: role_from(&row.get::<_, String>(2)?),
                         snippet: row.get(3)?,
                     })
-                })
-                .map_err(fail)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(fail)
+                },
+            )
         })
     }
     fn add_schedule<'a>(
         &'a self,
         schedule: &'a Schedule,
     ) -> BoxFuture<'a, Result<u64, HistoryError>> {
+        let recurrence = match serde_json::to_string(&schedule.recurrence) {
+            Ok(recurrence) => recurrence,
+            Err(e) => return Box::pin(async { Err(storage("could not encode a recurrence", e)) }),
+        };
         let schedule = schedule.clone();
-        let recurrence = serde_json::to_string(&schedule.recurrence);
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let recurrence = recurrence.map_err(|e| storage("could not encode a recurrence", e))?;
-            let fail = |e| sqlite_error(&path, e);
+        self.sql(move |connection| {
             connection
                 .prepare_cached(
                     "INSERT INTO schedules (conversation, prompt, recurrence, next_due, created_at)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(fail)?
+                )?
                 .execute(params![
                     schedule.conversation,
                     schedule.prompt,
                     recurrence,
                     schedule.next_due.map(to_secs),
                     to_secs(schedule.created),
-                ])
-                .map_err(fail)?;
+                ])?;
             Ok(connection.last_insert_rowid() as u64)
         })
     }
@@ -1053,48 +1042,38 @@ impl HistoryStore for SqliteHistory {
         conversation: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Vec<Schedule>, HistoryError>> {
         let conversation = conversation.map(str::to_owned);
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            let mut select = connection
-                .prepare_cached(&format!(
+        self.sql(move |connection| {
+            select_all(
+                connection,
+                &format!(
                     "SELECT {SCHEDULE_COLUMNS} FROM schedules
                      WHERE ?1 IS NULL OR conversation = ?1 ORDER BY id"
-                ))
-                .map_err(fail)?;
-            select
-                .query_map([&conversation], schedule_from)
-                .map_err(fail)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(fail)
+                ),
+                [&conversation],
+                schedule_from,
+            )
         })
     }
 
     fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let removed = connection
-                .execute("DELETE FROM schedules WHERE id = ?1", [row_id(id)])
-                .map_err(|e| sqlite_error(&path, e))?;
+        self.sql(move |connection| {
+            let removed =
+                connection.execute("DELETE FROM schedules WHERE id = ?1", [row_id(id)])?;
             Ok(removed > 0)
         })
     }
 
     fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            let mut select = connection
-                .prepare_cached(&format!(
+        self.sql(move |connection| {
+            select_all(
+                connection,
+                &format!(
                     "SELECT {SCHEDULE_COLUMNS} FROM schedules
                      WHERE next_due IS NOT NULL AND next_due <= ?1 ORDER BY next_due, id"
-                ))
-                .map_err(fail)?;
-            select
-                .query_map([to_secs(now)], schedule_from)
-                .map_err(fail)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(fail)
+                ),
+                [to_secs(now)],
+                schedule_from,
+            )
         })
     }
 
@@ -1106,16 +1085,12 @@ impl HistoryStore for SqliteHistory {
         from: Option<SystemTime>,
         to: Option<SystemTime>,
     ) -> BoxFuture<'_, Result<bool, HistoryError>> {
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
+        self.sql(move |connection| {
             let claimed = connection
                 .prepare_cached(
                     "UPDATE schedules SET next_due = ?3 WHERE id = ?1 AND next_due IS ?2",
-                )
-                .and_then(|mut update| {
-                    update.execute(params![row_id(id), from.map(to_secs), to.map(to_secs)])
-                })
-                .map_err(|e| sqlite_error(&path, e))?;
+                )?
+                .execute(params![row_id(id), from.map(to_secs), to.map(to_secs)])?;
             Ok(claimed == 1)
         })
     }
@@ -1128,16 +1103,12 @@ impl HistoryStore for SqliteHistory {
         attempts: u32,
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
         let error = error.map(str::to_owned);
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
+        self.sql(move |connection| {
             connection
                 .prepare_cached(
                     "UPDATE schedules SET last_run = ?2, last_error = ?3, attempts = ?4 WHERE id = ?1",
-                )
-                .and_then(|mut update| {
-                    update.execute(params![row_id(id), to_secs(at), error, attempts])
-                })
-                .map_err(|e| sqlite_error(&path, e))?;
+                )?
+                .execute(params![row_id(id), to_secs(at), error, attempts])?;
             Ok(())
         })
     }
@@ -1147,22 +1118,18 @@ impl HistoryStore for SqliteHistory {
         message: &'a LaterMessage,
     ) -> BoxFuture<'a, Result<u64, HistoryError>> {
         let message = message.clone();
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
+        self.sql(move |connection| {
             connection
                 .prepare_cached(
                     "INSERT INTO later_messages (conversation, text, due, created_at)
                      VALUES (?1, ?2, ?3, ?4)",
-                )
-                .and_then(|mut insert| {
-                    insert.execute(params![
-                        message.conversation,
-                        message.text,
-                        to_secs(message.due),
-                        now()
-                    ])
-                })
-                .map_err(|e| sqlite_error(&path, e))?;
+                )?
+                .execute(params![
+                    message.conversation,
+                    message.text,
+                    to_secs(message.due),
+                    now()
+                ])?;
             Ok(connection.last_insert_rowid() as u64)
         })
     }
@@ -1171,49 +1138,52 @@ impl HistoryStore for SqliteHistory {
         &self,
         now: SystemTime,
     ) -> BoxFuture<'_, Result<Vec<LaterMessage>, HistoryError>> {
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let fail = |e| sqlite_error(&path, e);
-            let mut select = connection
-                .prepare_cached(
-                    "SELECT id, conversation, text, due FROM later_messages
-                     WHERE due <= ?1 ORDER BY due, id",
-                )
-                .map_err(fail)?;
-            select
-                .query_map([to_secs(now)], later_from)
-                .map_err(fail)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(fail)
+        self.sql(move |connection| {
+            select_all(
+                connection,
+                "SELECT id, conversation, text, due FROM later_messages
+                 WHERE due <= ?1 ORDER BY due, id",
+                [to_secs(now)],
+                later_from,
+            )
         })
     }
 
     fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let taken = connection
-                .execute("DELETE FROM later_messages WHERE id = ?1", [row_id(id)])
-                .map_err(|e| sqlite_error(&path, e))?;
+        self.sql(move |connection| {
+            let taken =
+                connection.execute("DELETE FROM later_messages WHERE id = ?1", [row_id(id)])?;
             Ok(taken > 0)
         })
     }
 
     fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
-        let path = self.inner.path.clone();
-        self.run(move |connection| {
-            let next: Option<i64> = connection
-                .query_row(
-                    "SELECT min(t) FROM (
-                         SELECT min(next_due) AS t FROM schedules
-                         UNION ALL SELECT min(due) FROM later_messages
-                     )",
-                    [],
-                    |row| row.get(0),
-                )
-                .map_err(|e| sqlite_error(&path, e))?;
+        self.sql(move |connection| {
+            let next: Option<i64> = connection.query_row(
+                "SELECT min(t) FROM (
+                     SELECT min(next_due) AS t FROM schedules
+                     UNION ALL SELECT min(due) FROM later_messages
+                 )",
+                [],
+                |row| row.get(0),
+            )?;
             Ok(next.map(from_secs))
         })
     }
+}
+
+/// Every row `sql` selects with `params`, read by `from`; the statement is
+/// kept in the connection's cache.
+fn select_all<T>(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    from: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    connection
+        .prepare_cached(sql)?
+        .query_map(params, from)?
+        .collect()
 }
 
 #[cfg(test)]
