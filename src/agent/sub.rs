@@ -32,7 +32,7 @@ use crate::confirm::ConfirmHandler;
 use crate::error::{Error, Result};
 use crate::message::{ToolSpec, Usage};
 use crate::policy::{Approval, Policy, Verdict};
-use crate::tool::arguments::{normalize, parse_whole};
+use crate::tool::arguments::{normalize, parse_checked, parse_whole};
 use crate::tool::{Constraints, Effects, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Limits on the sub-agents a turn runs ([`Agent::as_tool`]), so that
@@ -578,10 +578,7 @@ impl Input {
         let constraints = Arc::new(Constraints::for_typed(&schema));
         let checked = Arc::clone(&constraints);
         let render = move |tool: &str, arguments: Value| {
-            let arguments = normalize(arguments);
-            let value: T = parse_whole(tool, &arguments)?;
-            checked.check(tool, &arguments)?;
-            Ok(write(value))
+            parse_checked::<T>(tool, arguments, &checked).map(&write)
         };
         let input = Self {
             check: |tool, arguments| parse_whole::<T>(tool, arguments).map(drop),

@@ -132,6 +132,20 @@ pub(crate) fn parse_whole<A: DeserializeOwned>(
     })
 }
 
+/// The model's arguments as `A`, held to the schema's constraints, or
+/// everything wrong with them in the wording every tool uses
+/// ([`ToolError::arguments_mismatch`]).
+pub(crate) fn parse_checked<A: DeserializeOwned>(
+    tool: &str,
+    arguments: Value,
+    constraints: &Constraints,
+) -> Result<A, ToolError> {
+    let arguments = normalize(arguments);
+    let parsed = parse_whole(tool, &arguments)?;
+    constraints.check(tool, &arguments)?;
+    Ok(parsed)
+}
+
 /// A tool's JSON Schema, compiled once and held against each call's
 /// arguments: for a tool with a Rust type, its constraints (the type already
 /// holds the shape); for a tool that has only a schema (a command tool, a

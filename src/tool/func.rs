@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::arguments::{normalize, parse_whole};
+use super::arguments::{normalize, parse_checked, parse_whole};
 use super::{
     Constraints, Effects, IntoToolOutput, Tool, ToolContext, ToolError, ToolOutput,
     fill_placeholders,
@@ -91,7 +91,7 @@ where
     let handler = move |arguments: Value,
                         ctx: ToolContext|
           -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let parsed = parse::<A>(&tool, arguments, &checked);
+        let parsed = parse_checked::<A>(&tool, arguments, &checked);
         let f = Arc::clone(&f);
         Box::pin(async move { f(parsed?, ctx).await.into_tool_output() })
     };
@@ -105,20 +105,6 @@ where
         effects: Effects::NONE,
         timeout: None,
     }
-}
-
-/// The model's arguments as `A`, held to the schema's constraints, or
-/// everything wrong with them in the wording every tool uses
-/// ([`ToolError::arguments_mismatch`]).
-fn parse<A: DeserializeOwned>(
-    tool: &str,
-    arguments: Value,
-    constraints: &Constraints,
-) -> Result<A, ToolError> {
-    let arguments = normalize(arguments);
-    let parsed = parse_whole(tool, &arguments)?;
-    constraints.check(tool, &arguments)?;
-    Ok(parsed)
 }
 
 impl FnTool {
