@@ -27,8 +27,9 @@ struct Counting {
 impl Channel for Counting {
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
-            let turns = (0..MESSAGES)
-                .map(|i| handler(Incoming::new(format!("chat-{}", i % 10), "ann", "status?")));
+            let turns = (0..MESSAGES).map(|i| {
+                handler.answer(Incoming::new(format!("chat-{}", i % 10), "ann", "status?"))
+            });
             join_all(turns).await;
             Ok(())
         })

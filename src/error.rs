@@ -36,6 +36,10 @@ pub enum Error {
     /// don't fit it. Nothing changed.
     #[error("tool calls wait for a decision")]
     Pending(#[from] PendingError),
+    /// A turn to recover ([`TurnRequest::recover`](crate::agent::TurnRequest::recover))
+    /// has no journaled message to go on from.
+    #[error("nothing to recover: {0}")]
+    Recovery(String),
 }
 
 /// Why a conversation's pending turn stopped a call of
@@ -142,6 +146,7 @@ impl Error {
             Error::Cancelled => "Cancelled.".to_owned(),
             Error::Output(e) => format!("No answer in the required form: {e}"),
             Error::Pending(e) => format!("Waiting for a decision: {e}"),
+            Error::Recovery(e) => format!("Could not finish an interrupted answer: {e}"),
         }
     }
 }

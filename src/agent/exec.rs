@@ -40,6 +40,7 @@ pub(crate) async fn run_calls(
         bad_arguments,
         answers,
         scope,
+        interrupted,
     } = round;
     let approvals = match inner.history.approvals(conversation).await {
         Ok(approvals) => approvals,
@@ -61,10 +62,13 @@ pub(crate) async fn run_calls(
         .iter()
         .map(|call| {
             let repeated = repeats(call);
+            let again = interrupted
+                .iter()
+                .any(|i| i.name == call.name && i.arguments == call.arguments);
             // A tool's own checks (availability, arguments, the question
             // to ask) are its code too: a panic there fails the call only.
             std::panic::catch_unwind(AssertUnwindSafe(|| {
-                decide(inner, scope, call, bad_arguments, &approvals, repeated)
+                decide(inner, scope, call, bad_arguments, &approvals, Again { repeated, interrupted: again })
             }))
             .unwrap_or_else(|panic| {
                 tracing::error!(tool = %call.name, panic = panic_message(&*panic), "the tool panicked while its call was checked");
@@ -117,6 +121,18 @@ pub(crate) struct Round<'a> {
     pub(crate) answers: &'a HashMap<String, Decision>,
     /// What the calls hand down to sub-agents they run.
     pub(crate) scope: &'a Arc<TurnScope>,
+    /// Calls that were running when a crash interrupted the turn (a
+    /// recovered turn's).
+    pub(crate) interrupted: &'a [ToolCall],
+}
+
+/// Whether a call repeats one that may make running it again unwise.
+#[derive(Clone, Copy)]
+struct Again {
+    /// The same call a third time in a row.
+    repeated: bool,
+    /// The same as a call a crash interrupted, which may have taken effect.
+    interrupted: bool,
 }
 
 /// Where a call's events go, what cancels it, and the turn it belongs to.
@@ -143,7 +159,7 @@ fn decide(
     call: &ToolCall,
     bad_arguments: &HashMap<String, u32>,
     approvals: &[Approval],
-    repeated: bool,
+    again: Again,
 ) -> Decided {
     let Some(tool) = inner.tools.get(&call.name) else {
         let known: Vec<String> = inner.tools.specs().iter().map(|s| s.name.clone()).collect();
@@ -224,12 +240,21 @@ fn decide(
         .policy
         .evaluate(tool.as_ref(), &call.arguments, approvals);
     verdict = super::sub::strictest(scope, tool.as_ref(), &call.arguments, approvals, verdict);
-    if repeated && verdict.permission == Permission::Allow {
-        verdict = Verdict::new(
-            Permission::Ask,
-            Layer::Guard,
-            "the same call a third time in a row",
-        );
+    if verdict.permission == Permission::Allow {
+        let effects = tool.effects();
+        if again.interrupted && !effects.read_only && !effects.idempotent {
+            verdict = Verdict::new(
+                Permission::Ask,
+                Layer::Guard,
+                "the same call was running when the program stopped, and may have taken effect",
+            );
+        } else if again.repeated {
+            verdict = Verdict::new(
+                Permission::Ask,
+                Layer::Guard,
+                "the same call a third time in a row",
+            );
+        }
     }
     let ask =
         match verdict.permission {

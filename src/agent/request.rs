@@ -44,6 +44,12 @@ pub struct TurnRequest {
     /// What happens to it when a turn of the conversation is running; `None`
     /// for the agent's own ([`AgentBuilder::while_busy`](super::AgentBuilder::while_busy)).
     pub while_busy: Option<WhileBusy>,
+    /// The id of the journaled message this turn answers
+    /// ([`TurnRequest::journal`]), if any.
+    pub journal: Option<String>,
+    /// Whether the turn recovers its journaled message's interrupted turn
+    /// ([`TurnRequest::recover`]) rather than starting one.
+    pub recover: bool,
     /// Set when the turn is a sub-agent's, run by a call of another turn.
     pub(crate) within: Option<super::sub::Within>,
 }
@@ -123,6 +129,55 @@ impl TurnRequest {
     pub fn while_busy(mut self, mode: WhileBusy) -> Self {
         self.while_busy = Some(mode);
         self
+    }
+
+    /// Answers the journaled message `id` (see
+    /// [`HistoryStore::receive`](crate::history::HistoryStore::receive)):
+    /// the turn marks its journal entry in the same transaction as each
+    /// message it stores, and notes the tool calls running, so that after
+    /// a crash the entry says where the turn stood.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use ferrobot::history::{HistoryStore, Intake, Stage};
+    /// use ferrobot::{Agent, agent::TurnRequest, testing::MockProvider};
+    ///
+    /// let agent = Agent::builder().provider(MockProvider::replying("hi")).build();
+    /// let store = agent.history();
+    /// store.receive(&Intake::new("chat:1", "ann", "hello")).await?;
+    /// agent.handle("ann", TurnRequest::new("hello").journal("chat:1")).await?;
+    /// assert_eq!(store.intake("chat:1").await?.unwrap().stage, Stage::Answered);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn journal(mut self, id: impl Into<String>) -> Self {
+        self.journal = Some(id.into());
+        self
+    }
+
+    /// Recovers the turn of journaled message `id` that a crash interrupted
+    /// ([`Stage::Started`](crate::history::Stage::Started)), in the
+    /// conversation its entry names: nothing is stored again; calls that
+    /// were running are given to the model as interrupted (they may or may
+    /// not have taken effect), and calling one of them again asks the user
+    /// first unless the tool only reads or is idempotent; then the turn
+    /// goes on. An answer already stored is the reply, at once. The text
+    /// is unused.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::agent::TurnRequest;
+    /// let request = TurnRequest::recover("telegram:42:7");
+    /// assert!(request.recover);
+    /// assert_eq!(request.journal.as_deref(), Some("telegram:42:7"));
+    /// ```
+    pub fn recover(id: impl Into<String>) -> Self {
+        Self {
+            journal: Some(id.into()),
+            recover: true,
+            ..Self::default()
+        }
     }
 }
 

@@ -68,6 +68,7 @@ pub(super) async fn run(
             bad_arguments: &Default::default(),
             answers: &Default::default(),
             scope: &scope,
+            interrupted: &[],
         },
         sink,
         cancel,

@@ -60,6 +60,8 @@ pub(super) async fn run(
     let start = match &request.decisions {
         // Decisions continue the waiting turn; they steer nothing.
         Some(decisions) => Start::Resume(decisions),
+        // What a crash interrupted goes on where it stood.
+        None if request.recover => Start::Recover,
         None => {
             let mode = request.while_busy.unwrap_or(inner.while_busy);
             match busy(inner, &conversation, mode, user_message(request)) {
@@ -88,20 +90,25 @@ pub(super) async fn run(
         within: request.within.as_ref(),
         scope: None,
         system,
+        journal: request.journal.as_deref(),
+        interrupted: Vec::new(),
     };
     let ended = match start {
         Start::Message(message) => turn.run(message).instrument(span).await,
         Start::Resume(decisions) => turn.resume(decisions).instrument(span).await,
+        Start::Recover => turn.recover().instrument(span).await,
     };
     keep_unread(inner, &conversation, &running).await;
     ended
 }
 
-/// How a turn starts: with the user's message, or with decisions on the
-/// calls its conversation's waiting turn stopped before.
+/// How a turn starts: with the user's message, with decisions on the
+/// calls its conversation's waiting turn stopped before, or where a crash
+/// interrupted it.
 enum Start<'r> {
     Message(Message),
     Resume(&'r [(String, Decision)]),
+    Recover,
 }
 
 /// What a message does while a turn of its conversation may be running:
@@ -170,7 +177,17 @@ struct Turn<'a, S> {
     /// The system prompt with the agent's [`Instructions`](super::Instructions),
     /// when it has any; else the agent's own is sent.
     system: Option<Arc<str>>,
+    /// The journaled message the turn answers, whose entry it marks.
+    journal: Option<&'a str>,
+    /// Calls that were running when a crash interrupted the turn being
+    /// recovered: calling one again asks first.
+    interrupted: Vec<ToolCall>,
 }
+
+/// What the model reads for a call that was running when the process
+/// stopped.
+const INTERRUPTED: &str = "Interrupted: the program stopped while this call ran, so it may or \
+may not have taken effect. It was not run again; check its effects before calling it again.";
 
 /// How one model call ended.
 enum CallEnd {
@@ -230,6 +247,7 @@ impl<S: EventSink> Turn<'_, S> {
             bad_arguments: &self.bad_arguments,
             answers: &answers,
             scope: &scope,
+            interrupted: &[],
         };
         let decided = exec::run_calls(
             self.inner,
@@ -262,6 +280,45 @@ impl<S: EventSink> Turn<'_, S> {
         }
         history.extend(step);
         self.rounds(history, pending.round, spent).await
+    }
+
+    /// Goes on with the journaled turn a crash interrupted, from what the
+    /// history holds: an answer stored is the reply; calls that were
+    /// running are answered as interrupted; then the model is called again.
+    async fn recover(mut self) -> Result<Reply> {
+        let id = self.journal.ok_or(Error::Recovery(
+            "a turn to recover needs its journaled message's id".into(),
+        ))?;
+        let intake = self
+            .inner
+            .history
+            .intake(id)
+            .await?
+            .ok_or_else(|| Error::Recovery(format!("no message `{id}` in the journal")))?;
+        if intake.stage == crate::history::Stage::Answered
+            && let Some(answer) = intake.answer
+        {
+            // Stored before the crash, perhaps never shown.
+            return Ok(self.reply(Assembled {
+                message: Message::assistant(answer),
+                usage: None,
+                finish: None,
+            }));
+        }
+        let spent = Spent::new();
+        let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
+        if let Some(calling) = intake.calling {
+            self.interrupted = calling.tool_calls().cloned().collect();
+            let results = self
+                .interrupted
+                .iter()
+                .map(|call| ToolResult::error(&call.id, INTERRUPTED));
+            let step = [calling, Message::tool_results(results)];
+            self.store(&step).await?;
+            history.extend(step);
+        }
+        super::images::prepare(self.inner, &mut history).await;
+        self.rounds(history, 0, spent).await
     }
 
     /// Model calls and tool rounds from round `round` on, until an answer.
@@ -310,7 +367,7 @@ impl<S: EventSink> Turn<'_, S> {
                     Verdict::Continue => {}
                     Verdict::AskNow => continue,
                     Verdict::Answer { value, text, store } => {
-                        self.store(&store).await?;
+                        self.store_answer(&store).await?;
                         let mut reply = self.reply(assembled);
                         reply.text = text;
                         reply.output = Some(value);
@@ -329,7 +386,8 @@ impl<S: EventSink> Turn<'_, S> {
             }
             let calls: Vec<ToolCall> = assembled.message.tool_calls().cloned().collect();
             if calls.is_empty() {
-                self.store(std::slice::from_ref(&assembled.message)).await?;
+                self.store_answer(std::slice::from_ref(&assembled.message))
+                    .await?;
                 if self
                     .steer_after_answer(&assembled.message, &mut history)
                     .await?
@@ -342,6 +400,11 @@ impl<S: EventSink> Turn<'_, S> {
                 // Tools were withdrawn and the model called one anyway.
                 self.refuse_all(&calls, limit).await
             } else {
+                if self.journal.is_some() {
+                    // Before they run: after a crash, they may have.
+                    self.mark(&crate::history::Mark::Calling(assembled.message.clone()))
+                        .await?;
+                }
                 let scope = self.scope(&spent);
                 let scope = &scope;
                 scope.note_spent(self.usage.output_tokens, spent.tool_output_bytes);
@@ -351,6 +414,7 @@ impl<S: EventSink> Turn<'_, S> {
                     bad_arguments: &self.bad_arguments,
                     answers: &HashMap::new(),
                     scope,
+                    interrupted: &self.interrupted,
                 };
                 let results = exec::run_calls(
                     self.inner,
@@ -384,7 +448,12 @@ impl<S: EventSink> Turn<'_, S> {
             }
             spent.tool_output_bytes += results.iter().map(|r| r.content.len()).sum::<usize>();
             let step = [assembled.message.clone(), Message::tool_results(results)];
-            self.store(&step).await?;
+            if limit.is_some() {
+                // The turn ends with this step.
+                self.store_answer(&step).await?;
+            } else {
+                self.store(&step).await?;
+            }
             for record in &records {
                 if record.outcome == ToolOutcome::InvalidArguments {
                     *self
@@ -770,12 +839,50 @@ impl<S: EventSink> Turn<'_, S> {
         Arc::clone(scope)
     }
 
+    /// Stores `messages`; a journaled turn's entry is marked started, in the
+    /// same transaction.
     async fn store(&self, messages: &[Message]) -> Result<()> {
-        Ok(self
-            .inner
-            .history
-            .append(&self.conversation, messages)
+        self.store_marked(messages, false).await
+    }
+
+    /// Stores the messages that end the turn with its answer; a journaled
+    /// turn's entry is marked answered, in the same transaction.
+    async fn store_answer(&self, messages: &[Message]) -> Result<()> {
+        self.store_marked(messages, true).await
+    }
+
+    async fn store_marked(&self, messages: &[Message], answered: bool) -> Result<()> {
+        let history = &self.inner.history;
+        let Some(id) = self.journal else {
+            return Ok(history.append(&self.conversation, messages).await?);
+        };
+        let mark = if answered {
+            let last = messages.last();
+            crate::history::Mark::Answered {
+                text: last
+                    .map(|m| {
+                        m.refusal()
+                            .filter(|_| m.text().is_empty())
+                            .unwrap_or_else(|| m.text())
+                    })
+                    .unwrap_or_default(),
+            }
+        } else {
+            crate::history::Mark::Started {
+                conversation: self.conversation.to_string(),
+            }
+        };
+        Ok(history
+            .append_marked(&self.conversation, messages, id, &mark)
             .await?)
+    }
+
+    /// Marks the journaled turn's entry.
+    async fn mark(&self, mark: &crate::history::Mark) -> Result<()> {
+        if let Some(id) = self.journal {
+            self.inner.history.mark(id, mark).await?;
+        }
+        Ok(())
     }
 
     fn reply(self, assembled: Assembled) -> Reply {

@@ -12,13 +12,24 @@ use crate::confirm::{ConfirmHandler, ConfirmRequest, Decision};
 use crate::tool::Notifier;
 
 use super::commands::{CommandSpec, menu};
-use super::live::{self, Sessions, chat_of};
+use super::journal::Handler;
+use super::live::chat_of;
 use super::split::{Length, split_message};
 
 /// A message that arrived from a chat platform.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its serde form is what the turn journal keeps to run it again after a
+/// crash (see [`Incoming::id`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Incoming {
+    /// The platform's id of the message, unique across the bot's chats
+    /// (e.g. `telegram:CHAT:MESSAGE`): when set, the message is journaled
+    /// before its turn runs, is answered once even if the platform delivers
+    /// it again, and is recovered after a crash. `None` for what needs no
+    /// journal (a button press).
+    #[serde(default)]
+    pub id: Option<String>,
     /// The conversation it belongs to: a chat, a channel or a DM.
     pub conversation: String,
     /// Who sent it, as the platform names users.
@@ -47,6 +58,7 @@ impl Incoming {
         text: impl Into<String>,
     ) -> Self {
         Self {
+            id: None,
             conversation: conversation.into(),
             user: user.into(),
             text: text.into(),
@@ -71,6 +83,13 @@ impl Incoming {
         self
     }
 
+    /// With the platform's id of the message (see [`Incoming::id`]).
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
     /// The reply goes to `target` instead of the conversation.
     #[must_use]
     pub fn reply_to(mut self, target: impl Into<String>) -> Self {
@@ -78,10 +97,6 @@ impl Incoming {
         self
     }
 }
-
-/// Called by a [`Channel`] for each incoming message; the future ends when
-/// the message has been answered.
-pub type Handler = Arc<dyn Fn(Incoming) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// Why a channel failed.
 #[derive(Debug, thiserror::Error)]
@@ -138,7 +153,7 @@ impl ChannelError {
 ///     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
 ///         Box::pin(async move {
 ///             for message in &self.said {
-///                 handler(message.clone()).await;
+///                 handler.answer(message.clone()).await;
 ///             }
 ///             Ok(()) // the connection ended: serve returns
 ///         })
@@ -315,27 +330,27 @@ impl Notifier for ChannelNotifier {
 /// fresh conversation in that chat; the earlier one stays in the history.
 /// The command menu ([`Channel::publish`]) is kept in step with the tools.
 ///
+/// A message with an [`id`](Incoming::id) is journaled in the agent's
+/// history store before its turn runs ([`Handler`]), so it is answered once
+/// however often the platform delivers it; at start, `serve` first recovers
+/// the answers a crash interrupted, each chat's before its new messages.
+///
 /// # Errors
 /// When the channel stops with an error.
 pub async fn serve(agent: Agent, channel: Arc<dyn Channel>) -> Result<(), ChannelError> {
-    let agent_tools = agent.clone();
-    let replies = Arc::clone(&channel);
-    let sessions = Arc::new(Sessions::default());
-    let handler: Handler = Arc::new(move |incoming: Incoming| {
-        let (agent, channel, sessions) =
-            (agent.clone(), Arc::clone(&replies), Arc::clone(&sessions));
-        Box::pin(async move { live::answer(&agent, channel.as_ref(), &sessions, incoming).await })
-    });
+    let handler = Handler::new(agent.clone(), Arc::clone(&channel));
     // Subscribed before the menu is read: no change in between is missed.
-    let changes = agent_tools.tools().changes();
-    let commands = menu(agent_tools.tools());
+    let changes = agent.tools().changes();
+    let commands = menu(agent.tools());
     channel.publish(commands.clone()).await;
     let _menu = AbortOnDropHandle::new(tokio::spawn(follow_menu(
-        agent_tools,
+        agent,
         changes,
         Arc::clone(&channel),
         commands,
     )));
+    // Before new messages: they wait for their chat's recovery.
+    let _recovery = handler.recover().await;
     channel.start(handler).await
 }
 

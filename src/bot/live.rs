@@ -7,11 +7,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::channel::{Channel, Incoming};
+use super::journal::Journal;
 use super::split::split_message;
-use crate::agent::{Agent, AgentEvent, Builtin, Status};
+use crate::agent::{Agent, AgentEvent, Builtin, Status, TurnRequest};
+use crate::history::{HistoryStore, Mark, Stage};
 
 /// How often "typing…" is repeated: Telegram shows it for 5 s, Discord for 10.
 const TYPING_EVERY: Duration = Duration::from_secs(4);
@@ -23,6 +26,7 @@ const NOTHING_READ: &str =
 /// How long drafts wait after the platform refused one.
 const DRAFT_PAUSE: Duration = Duration::from_secs(5);
 const CUT_SHORT: &str = "The answer was cut short by an internal error; please ask again.";
+const COMMAND_INTERRUPTED: &str = "A restart interrupted this command, and it was not run again: send it again if you still want it.";
 
 /// The chat a conversation belongs to: `/new` gives a chat conversations
 /// named `CHAT~N`, and a channel's confirmation prompts and later messages
@@ -87,22 +91,34 @@ async fn send(channel: &dyn Channel, chat: &str, target: &str, text: &str) {
     }
 }
 
-/// Answers one incoming message.
+/// Answers one incoming message; with a journal, marks its entry as the
+/// answer is posted, and delivered at the end.
 pub(super) async fn answer(
     agent: &Agent,
     channel: &dyn Channel,
     sessions: &Sessions,
     incoming: Incoming,
+    journal: Journal<'_>,
+    mut turn_began: Option<watch::Sender<bool>>,
 ) {
+    let entry = Entry::new(agent.history().as_ref(), &journal);
+    // A turn that had started goes on where it stood.
+    let started = match journal {
+        Journal::Recover(intake) if intake.stage != Stage::Received => Some(intake),
+        _ => None,
+    };
     let chat = incoming.conversation.as_str();
     let target = incoming.reply_to.as_deref().unwrap_or(chat);
+    let command = incoming.text.trim_start().starts_with('/');
     let unread = (!incoming.unread.is_empty()).then(|| {
         format!(
             "This didn't reach me: {}. I read text and images (PNG, JPEG, GIF or WebP).",
             incoming.unread.join(", ")
         )
     });
-    let answered_here = if incoming.text.trim().is_empty() && incoming.images.is_empty() {
+    let answered_here = if started.is_some() {
+        command.then_some(COMMAND_INTERRUPTED)
+    } else if incoming.text.trim().is_empty() && incoming.images.is_empty() {
         // A sticker, a voice note, a file: nothing the model could read.
         Some(unread.as_deref().unwrap_or(NOTHING_READ))
     } else if Builtin::parse(&incoming.text) == Some(Builtin::New) {
@@ -113,17 +129,47 @@ pub(super) async fn answer(
     };
     if let Some(answer) = answered_here {
         send(channel, chat, target, answer).await;
+        entry.mark(Mark::Delivered).await;
         return;
     }
-    if let Some(unread) = &unread {
+    if let Some(unread) = unread.as_deref().filter(|_| started.is_none()) {
         // Said first, so the answer that follows is read knowing it.
         send(channel, chat, target, unread).await;
     }
-    let conversation = sessions.current(agent, chat).await;
-    let mut request = crate::agent::TurnRequest::new(incoming.text.as_str()).user(incoming.user);
-    request.images = incoming.images;
+    let conversation = match started.and_then(|intake| intake.conversation.clone()) {
+        Some(conversation) => conversation,
+        None => sessions.current(agent, chat).await,
+    };
+    let request = match (started, entry.id) {
+        (Some(_), Some(id)) => TurnRequest::recover(id),
+        (_, id) => {
+            if command {
+                // A command's turn stores nothing: the journal alone says
+                // it ran, so that recovery doesn't run it again.
+                entry
+                    .mark(Mark::Started {
+                        conversation: conversation.clone(),
+                    })
+                    .await;
+            }
+            let mut request = TurnRequest::new(incoming.text.as_str()).user(incoming.user);
+            request.images = incoming.images;
+            request.journal = id.map(str::to_owned);
+            request
+        }
+    };
     let mut events = agent.stream(&conversation, request);
-    let mut reply = LiveReply::new(channel, chat, target);
+    let mut reply = LiveReply::new(channel, chat, target, entry);
+    // A command is not run again after a crash: its answer needs no draft
+    // to be recovered into.
+    reply.draft_first = entry.id.is_some() && !command;
+    if let Journal::Recover(intake) = journal
+        && let Some(posted) = &intake.reply
+    {
+        // The draft posted before the crash becomes the answer.
+        reply.sent.push((posted.clone(), String::new()));
+        reply.posted_any = true;
+    }
     let mut busy = false;
     let mut typing = tokio::time::interval(TYPING_EVERY);
     typing.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -140,6 +186,10 @@ pub(super) async fn answer(
                 continue;
             }
         };
+        if let Some(began) = turn_began.take() {
+            // The turn has its conversation: the chat's next message may go.
+            began.send_replace(true);
+        }
         match event {
             Some(Ok(AgentEvent::Status(Status::Thinking | Status::RunningTool { .. }))) => {
                 if !busy {
@@ -213,6 +263,33 @@ pub(super) async fn answer(
             }
         }
     }
+    reply.entry.mark(Mark::Delivered).await;
+}
+
+/// The journal entry of the message being answered, if it has one.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    history: &'a dyn HistoryStore,
+    id: Option<&'a str>,
+}
+
+impl<'a> Entry<'a> {
+    fn new(history: &'a dyn HistoryStore, journal: &Journal<'a>) -> Self {
+        let id = match *journal {
+            Journal::Off => None,
+            Journal::Fresh(id) => Some(id),
+            Journal::Recover(intake) => Some(intake.id.as_str()),
+        };
+        Self { history, id }
+    }
+
+    /// Marks the entry; a failure is logged: the answer matters more.
+    async fn mark(&self, mark: Mark) {
+        let Some(id) = self.id else { return };
+        if let Err(error) = self.history.mark(id, &mark).await {
+            tracing::warn!(intake = %id, error = %error.chain(), "could not mark a journaled message");
+        }
+    }
 }
 
 /// A message being written: posted with the first text, edited as more
@@ -221,6 +298,11 @@ pub(super) async fn answer(
 /// when done.
 struct LiveReply<'a> {
     channel: &'a dyn Channel,
+    /// Where the id of each message an answer starts with is journaled.
+    entry: Entry<'a>,
+    /// Whether a finished answer's first message goes out as a draft
+    /// first, its id journaled before it is finished.
+    draft_first: bool,
     /// The conversation's chat, for logs.
     chat: &'a str,
     /// Where the messages go: the chat, or the channel's reply target (which
@@ -240,9 +322,11 @@ struct LiveReply<'a> {
 }
 
 impl<'a> LiveReply<'a> {
-    fn new(channel: &'a dyn Channel, chat: &'a str, target: &'a str) -> Self {
+    fn new(channel: &'a dyn Channel, chat: &'a str, target: &'a str, entry: Entry<'a>) -> Self {
         Self {
             channel,
+            entry,
+            draft_first: false,
             chat,
             target,
             posted_any: false,
@@ -306,12 +390,27 @@ impl<'a> LiveReply<'a> {
     /// Posts or edits what changed; false when the platform refused any of it.
     async fn show(&mut self, text: &str, done: bool) -> bool {
         let (limit, length) = self.channel.limit();
+        let entry = self.entry;
         for (i, piece) in split_message(text, limit, length).into_iter().enumerate() {
-            let Some((id, shown)) = self.sent.get_mut(i) else {
-                match self.channel.post(self.target, &piece, done).await {
+            if self.sent.len() == i {
+                // A journaled answer's first message goes out as a draft,
+                // and its id into the journal, before it is finished:
+                // recovery edits it, and never posts the answer twice.
+                let draft_first = done && i == 0 && self.draft_first && self.interval.is_some();
+                match self
+                    .channel
+                    .post(self.target, &piece, done && !draft_first)
+                    .await
+                {
                     Ok(id) => {
                         self.posted_any = true;
-                        self.sent.push((id, piece));
+                        if i == 0 {
+                            entry.mark(Mark::Reply(id.clone())).await;
+                        }
+                        self.sent.push((id, piece.clone()));
+                        if !draft_first {
+                            continue;
+                        }
                     }
                     Err(error) => {
                         // A draft is posted again at the next flush; a
@@ -320,8 +419,8 @@ impl<'a> LiveReply<'a> {
                         return false;
                     }
                 }
-                continue;
-            };
+            }
+            let (id, shown) = &mut self.sent[i];
             // A finished message is edited once more even when its text is
             // unchanged: the draft was plain, the finished one formatted.
             if *shown == piece && !done {
@@ -334,6 +433,9 @@ impl<'a> LiveReply<'a> {
                     // the finished text anew, so nothing is lost.
                     tracing::warn!(chat = %self.chat, error = %crate::error::chain(&error), "could not edit a reply; posting it again");
                     if let Ok(new) = self.channel.post(self.target, &piece, true).await {
+                        if i == 0 {
+                            entry.mark(Mark::Reply(new.clone())).await;
+                        }
                         *id = new;
                         *shown = piece;
                     }

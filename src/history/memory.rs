@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use futures_util::future::BoxFuture;
 
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, LaterMessage, PendingTurn, Schedule, SearchHit,
-    now, searchable_text, title_of, whole_secs,
+    ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
+    Schedule, SearchHit, Stage, now, searchable_text, title_of, whole_secs,
 };
 use crate::message::Message;
 use crate::policy::Approval;
@@ -31,6 +31,22 @@ use crate::policy::Approval;
 pub struct MemoryHistory {
     conversations: Mutex<HashMap<String, Conversation>>,
     scheduled: Mutex<Scheduled>,
+    journal: Mutex<Journal>,
+}
+
+/// Journaled messages in the order received, and where each is.
+#[derive(Debug, Default)]
+struct Journal {
+    last: u64,
+    entries: BTreeMap<u64, Intake>,
+    by_id: HashMap<String, u64>,
+}
+
+impl Journal {
+    fn get_mut(&mut self, id: &str) -> Option<&mut Intake> {
+        let seq = self.by_id.get(id)?;
+        self.entries.get_mut(seq)
+    }
 }
 
 /// Schedules and later messages, by id; ids count up from 1 and are never
@@ -79,6 +95,11 @@ impl MemoryHistory {
     fn scheduled<T>(&self, f: impl FnOnce(&mut Scheduled) -> T) -> T {
         // Every write is a single insert, remove or field update.
         f(&mut self.scheduled.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn journal<T>(&self, f: impl FnOnce(&mut Journal) -> T) -> T {
+        // Every write is a single insert, remove or field update.
+        f(&mut self.journal.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Runs `f` on the conversation, created (at `time`) if it has no entry.
@@ -381,5 +402,61 @@ impl HistoryStore for MemoryHistory {
                 .min()
         });
         Box::pin(async move { Ok(next) })
+    }
+
+    fn receive<'a>(&'a self, intake: &'a Intake) -> BoxFuture<'a, Result<bool, HistoryError>> {
+        let new = self.journal(|j| {
+            if j.by_id.contains_key(&intake.id) {
+                return false;
+            }
+            j.last += 1;
+            j.by_id.insert(intake.id.clone(), j.last);
+            j.entries.insert(j.last, intake.clone());
+            true
+        });
+        Box::pin(async move { Ok(new) })
+    }
+
+    fn intake<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Intake>, HistoryError>> {
+        let intake = self.journal(|j| j.get_mut(id).map(|i| i.clone()));
+        Box::pin(async move { Ok(intake) })
+    }
+
+    fn unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
+        let unfinished = self.journal(|j| {
+            j.entries
+                .values()
+                .filter(|i| i.stage != Stage::Delivered)
+                .cloned()
+                .collect()
+        });
+        Box::pin(async move { Ok(unfinished) })
+    }
+
+    fn mark<'a>(&'a self, id: &'a str, mark: &'a Mark) -> BoxFuture<'a, Result<(), HistoryError>> {
+        self.journal(|j| {
+            if let Some(intake) = j.get_mut(id) {
+                intake.apply(mark);
+            }
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn forget_delivered(&self, before: SystemTime) -> BoxFuture<'_, Result<u64, HistoryError>> {
+        let forgotten = self.journal(|j| {
+            let old: Vec<u64> = j
+                .entries
+                .iter()
+                .filter(|(_, i)| i.stage == Stage::Delivered && i.received < before)
+                .map(|(seq, _)| *seq)
+                .collect();
+            for seq in &old {
+                if let Some(intake) = j.entries.remove(seq) {
+                    j.by_id.remove(&intake.id);
+                }
+            }
+            old.len() as u64
+        });
+        Box::pin(async move { Ok(forgotten) })
     }
 }

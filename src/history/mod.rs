@@ -10,6 +10,7 @@
 //! with [`HistoryStore::load_image`].
 
 mod context;
+mod journal;
 mod memory;
 mod pending;
 mod scheduled;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use context::{CharEstimate, Compaction, ContextPolicy, IMAGE_TOKENS, TokenEstimator};
 pub(crate) use context::{shorten_tool_outputs, since_summary};
+pub use journal::{Intake, Mark, Stage};
 pub use memory::MemoryHistory;
 pub use pending::{PendingCall, PendingTurn};
 pub use scheduled::{LaterMessage, Recurrence, Schedule};
@@ -336,6 +338,85 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     /// When the store fails or keeps neither.
     fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
         unsupported("next_due")
+    }
+
+    /// Journals a message from outside before its turn runs (see
+    /// [`Intake`]) and says whether it is new: false when a message with
+    /// its id is journaled already, at any stage (a platform's redelivery:
+    /// don't run it again). By default, [`HistoryError::Unsupported`]: the
+    /// front end runs messages unjournaled, and a crash may lose one.
+    ///
+    /// # Errors
+    /// When the store fails or keeps no journal.
+    fn receive<'a>(&'a self, intake: &'a Intake) -> BoxFuture<'a, Result<bool, HistoryError>> {
+        let _ = intake;
+        unsupported("receive")
+    }
+
+    /// The journaled message `id`, if any. By default,
+    /// [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no journal.
+    fn intake<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Intake>, HistoryError>> {
+        let _ = id;
+        unsupported("intake")
+    }
+
+    /// The journaled messages not yet [`Stage::Delivered`], in the order
+    /// they were received: what to recover after a crash. By default,
+    /// [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no journal.
+    fn unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
+        unsupported("unfinished")
+    }
+
+    /// Records how far journaled message `id` got. Nothing happens for an
+    /// id the store doesn't hold. By default, [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no journal.
+    fn mark<'a>(&'a self, id: &'a str, mark: &'a Mark) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let _ = (id, mark);
+        unsupported("mark")
+    }
+
+    /// Appends `messages` and marks journaled message `id`, together: a
+    /// store that can should do both in one transaction, so that after a
+    /// crash the journal says exactly what the history holds. By default,
+    /// [`append`](Self::append) then [`mark`](Self::mark), whose failure is
+    /// logged (the messages are stored).
+    ///
+    /// # Errors
+    /// When the store fails to append.
+    fn append_marked<'a>(
+        &'a self,
+        conversation: &'a str,
+        messages: &'a [Message],
+        id: &'a str,
+        mark: &'a Mark,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        Box::pin(async move {
+            self.append(conversation, messages).await?;
+            if let Err(error) = self.mark(id, mark).await {
+                tracing::warn!(intake = %id, error = %error.chain(), "could not mark a journaled message");
+            }
+            Ok(())
+        })
+    }
+
+    /// Forgets the delivered messages journaled before `before` and says
+    /// how many. Keep them as long as the platform may deliver a message
+    /// again (a day is plenty): a forgotten id would run again. By default,
+    /// [`HistoryError::Unsupported`].
+    ///
+    /// # Errors
+    /// When the store fails or keeps no journal.
+    fn forget_delivered(&self, before: SystemTime) -> BoxFuture<'_, Result<u64, HistoryError>> {
+        let _ = before;
+        unsupported("forget_delivered")
     }
 }
 

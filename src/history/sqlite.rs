@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, LaterMessage, PendingTurn, Schedule, SearchHit,
-    from_secs, now, searchable_text, title_of, to_secs,
+    ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
+    Schedule, SearchHit, Stage, from_secs, now, searchable_text, title_of, to_secs,
 };
 use crate::message::{Image, Message, Role};
 use crate::policy::Approval;
@@ -22,7 +22,36 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// The schema's history; version N is `MIGRATIONS[N - 1]`. Never edit a
 /// released entry: add one.
-const MIGRATIONS: [Migration; 5] = [v1_tables, v2_search, v3_images, v4_decisions, v5_schedules];
+const MIGRATIONS: [Migration; 6] = [
+    v1_tables,
+    v2_search,
+    v3_images,
+    v4_decisions,
+    v5_schedules,
+    v6_journal,
+];
+
+/// Version 6: the turn journal, one row per message from outside, in the
+/// order received (`seq`); `calling` is the serde form of a [`Message`].
+/// It refers to no conversation: an entry outlives a cleared one.
+fn v6_journal(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE journal (
+             seq INTEGER PRIMARY KEY AUTOINCREMENT,
+             id TEXT NOT NULL UNIQUE,
+             chat TEXT NOT NULL,
+             payload TEXT NOT NULL,
+             stage TEXT NOT NULL,
+             conversation TEXT,
+             calling TEXT,
+             reply TEXT,
+             answer TEXT,
+             received_at INTEGER NOT NULL,
+             updated_at INTEGER NOT NULL
+         );
+         CREATE INDEX journal_unfinished ON journal (seq) WHERE stage <> 'delivered';",
+    )
+}
 
 /// Version 5: scheduled prompts and later messages, times in seconds since
 /// the Unix epoch, each recurrence the serde form of its type. Neither
@@ -446,15 +475,15 @@ impl SqliteHistory {
         })
     }
 
-    /// Appends `messages` in one transaction; with [`Pending::Forget`], the
-    /// conversation's pending turn goes in the same transaction, so a crash
-    /// leaves either the turn pending and no results, or the results and
-    /// nothing pending.
+    /// Appends `messages` in one transaction, with what `also` says: with
+    /// [`Also::ForgetPending`], a crash leaves either the turn pending and
+    /// no results, or the results and nothing pending; with [`Also::Mark`],
+    /// the journal says exactly what the history holds.
     fn store_messages(
         &self,
         conversation: &str,
         messages: &[Message],
-        pending: Pending,
+        also: Also,
     ) -> BoxFuture<'static, Result<(), HistoryError>> {
         // Encoded on the blocking thread, in the transaction: a message's
         // image ids come from the images table (see `put_image`). The copy
@@ -469,8 +498,10 @@ impl SqliteHistory {
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(fail)?;
             append_in(&tx, &conversation, messages, title.as_deref()).map_err(fail)?;
-            if pending == Pending::Forget {
-                set_pending_in(&tx, &conversation, None).map_err(fail)?;
+            match also {
+                Also::Nothing => {}
+                Also::ForgetPending => set_pending_in(&tx, &conversation, None).map_err(fail)?,
+                Also::Mark(id, mark) => mark_in(&tx, &id, &mark).map_err(fail)?,
             }
             tx.commit().map_err(fail)
         })
@@ -612,11 +643,13 @@ fn fts_query(query: &str) -> String {
         .join(" ")
 }
 
-/// What storing messages does to the conversation's pending turn.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Pending {
-    Keep,
-    Forget,
+/// What else the transaction that stores messages does.
+enum Also {
+    Nothing,
+    /// Forgets the conversation's pending turn.
+    ForgetPending,
+    /// Marks a journaled message.
+    Mark(String, Mark),
 }
 
 /// Creates the conversation's row if it has none, with `title`; else
@@ -740,6 +773,80 @@ fn later_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<LaterMessage> {
     })
 }
 
+/// Records `mark` for journaled message `id` inside `tx`; a delivered
+/// entry stays delivered.
+fn mark_in(tx: &Transaction<'_>, id: &str, mark: &Mark) -> rusqlite::Result<()> {
+    let time = now();
+    let live = "AND stage <> 'delivered'";
+    match mark {
+        Mark::Started { conversation } => tx.execute(
+            &format!("UPDATE journal SET stage = 'started', conversation = ?2, calling = NULL, updated_at = ?3 WHERE id = ?1 {live}"),
+            params![id, conversation, time],
+        ),
+        Mark::Calling(message) => {
+            let body = serde_json::to_string(message)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            tx.execute(
+                &format!("UPDATE journal SET calling = ?2, updated_at = ?3 WHERE id = ?1 {live}"),
+                params![id, body, time],
+            )
+        }
+        Mark::Reply(reply) => tx.execute(
+            "UPDATE journal SET reply = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, reply, time],
+        ),
+        Mark::Answered { text } => tx.execute(
+            &format!("UPDATE journal SET stage = 'answered', answer = ?2, calling = NULL, updated_at = ?3 WHERE id = ?1 {live}"),
+            params![id, text, time],
+        ),
+        Mark::Delivered => tx.execute(
+            "UPDATE journal SET stage = 'delivered', calling = NULL, updated_at = ?2 WHERE id = ?1",
+            params![id, time],
+        ),
+    }?;
+    Ok(())
+}
+
+/// The columns `intake_from` reads, in its order.
+const INTAKE_COLUMNS: &str =
+    "id, chat, payload, stage, conversation, calling, reply, answer, received_at";
+
+/// A journaled message from a row of [`INTAKE_COLUMNS`].
+fn intake_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Intake> {
+    let unreadable = |column: usize, what: String| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
+    };
+    let id: String = row.get(0)?;
+    let stage: String = row.get(3)?;
+    let stage = Stage::parse(&stage).ok_or_else(|| {
+        unreadable(
+            3,
+            format!("journaled message {id} has a stage this ferrobot doesn't know: {stage}"),
+        )
+    })?;
+    let calling = row
+        .get::<_, Option<String>>(5)?
+        .map(|body| serde_json::from_str(&body))
+        .transpose()
+        .map_err(|e| {
+            unreadable(
+                5,
+                format!("journaled message {id} has running calls this ferrobot can't read: {e}"),
+            )
+        })?;
+    Ok(Intake {
+        chat: row.get(1)?,
+        payload: row.get(2)?,
+        stage,
+        conversation: row.get(4)?,
+        calling,
+        reply: row.get(6)?,
+        answer: row.get(7)?,
+        received: from_secs(row.get(8)?),
+        id,
+    })
+}
+
 /// An id as SQLite keeps it; one past `i64::MAX` names no row.
 fn row_id(id: u64) -> i64 {
     i64::try_from(id).unwrap_or(-1)
@@ -783,7 +890,7 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
         messages: &'a [Message],
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
-        self.store_messages(conversation, messages, Pending::Keep)
+        self.store_messages(conversation, messages, Also::Nothing)
     }
 
     fn approvals<'a>(
@@ -880,7 +987,7 @@ impl HistoryStore for SqliteHistory {
         conversation: &'a str,
         messages: &'a [Message],
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
-        self.store_messages(conversation, messages, Pending::Forget)
+        self.store_messages(conversation, messages, Also::ForgetPending)
     }
 
     fn clear<'a>(&'a self, conversation: &'a str) -> BoxFuture<'a, Result<(), HistoryError>> {
@@ -1168,6 +1275,88 @@ impl HistoryStore for SqliteHistory {
                 |row| row.get(0),
             )?;
             Ok(next.map(from_secs))
+        })
+    }
+
+    fn receive<'a>(&'a self, intake: &'a Intake) -> BoxFuture<'a, Result<bool, HistoryError>> {
+        let intake = intake.clone();
+        self.sql(move |connection| {
+            let added = connection
+                .prepare_cached(
+                    "INSERT INTO journal (id, chat, payload, stage, conversation, reply, received_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING",
+                )?
+                .execute(params![
+                    intake.id,
+                    intake.chat,
+                    intake.payload,
+                    intake.stage.as_str(),
+                    intake.conversation,
+                    intake.reply,
+                    to_secs(intake.received),
+                    now()
+                ])?;
+            Ok(added == 1)
+        })
+    }
+
+    fn intake<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Intake>, HistoryError>> {
+        let id = id.to_owned();
+        self.sql(move |connection| {
+            connection
+                .prepare_cached(&format!(
+                    "SELECT {INTAKE_COLUMNS} FROM journal WHERE id = ?1"
+                ))?
+                .query_row([&id], intake_from)
+                .optional()
+        })
+    }
+
+    fn unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
+        self.sql(|connection| {
+            select_all(
+                connection,
+                &format!(
+                    "SELECT {INTAKE_COLUMNS} FROM journal WHERE stage <> 'delivered' ORDER BY seq"
+                ),
+                [],
+                intake_from,
+            )
+        })
+    }
+
+    fn mark<'a>(&'a self, id: &'a str, mark: &'a Mark) -> BoxFuture<'a, Result<(), HistoryError>> {
+        let (id, mark) = (id.to_owned(), mark.clone());
+        self.sql(move |connection| {
+            let tx =
+                connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            mark_in(&tx, &id, &mark)?;
+            tx.commit()
+        })
+    }
+
+    fn append_marked<'a>(
+        &'a self,
+        conversation: &'a str,
+        messages: &'a [Message],
+        id: &'a str,
+        mark: &'a Mark,
+    ) -> BoxFuture<'a, Result<(), HistoryError>> {
+        self.store_messages(
+            conversation,
+            messages,
+            Also::Mark(id.to_owned(), mark.clone()),
+        )
+    }
+
+    fn forget_delivered(&self, before: SystemTime) -> BoxFuture<'_, Result<u64, HistoryError>> {
+        let before = to_secs(before);
+        self.sql(move |connection| {
+            let forgotten = connection.execute(
+                "DELETE FROM journal WHERE stage = 'delivered' AND received_at < ?1",
+                [before],
+            )?;
+            Ok(forgotten as u64)
         })
     }
 }

@@ -17,7 +17,7 @@ impl Channel for Scripted {
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             for message in &self.script {
-                handler(message.clone()).await;
+                handler.answer(message.clone()).await;
             }
             Ok(())
         })

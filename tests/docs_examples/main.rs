@@ -52,6 +52,9 @@ guides! {
     mod mcp;
     // docs/permissions.md: rules, decisions, deferred approvals.
     mod permissions;
+    // docs/production.md: the turn journal, in a program of your own.
+    #[cfg(feature = "sqlite")]
+    mod production;
     // docs/providers.md: servers, settings, retries, health, other dialects.
     mod providers;
     // docs/schedules.md: a scheduler, its tools, a manual clock in tests.

@@ -40,7 +40,7 @@ impl Channel for FakeChannel {
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             for message in &self.incoming {
-                handler(message.clone()).await;
+                handler.answer(message.clone()).await;
             }
             // Let later messages (notify_later) arrive.
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -73,6 +73,10 @@ mod openai;
 // A tool round against the real llama.cpp server of ../shared/realserver.
 #[cfg(feature = "openai")]
 mod realserver;
+// The turn journal and the recovery of what a crash interrupted, on real
+// SQLite files.
+#[cfg(all(feature = "bot", feature = "sqlite"))]
+mod journal;
 // `SqliteHistory` against real files: restart, search, migration, refusals.
 #[cfg(feature = "sqlite")]
 mod sqlite;

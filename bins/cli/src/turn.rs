@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ferrobot::agent::{Output, Status, ToolOutcome, TurnRequest};
+use ferrobot::history::{HistoryError, HistoryStore, Intake, Mark, Stage};
 use ferrobot::{AgentEvent, Image};
 use ferrobot_app::{LoadedConfig, TurnTrace, append_trace};
 use futures_util::StreamExt;
@@ -47,19 +48,144 @@ pub(crate) async fn run(
     // Their tools follow the tool state file from this turn on.
     ferrobot_app::ToolState::load(&loaded.tool_state_path())?.apply(&agent);
     let conversation = conversation_id(args);
-    let typed = request.output.is_some();
+    let shown = Shown {
+        json: print.json,
+        typed: request.output.is_some(),
+        reasoning: true,
+    };
+    let history = agent.history();
+    let interrupted = match history.unfinished().await {
+        Ok(unfinished) => unfinished
+            .into_iter()
+            .filter(|intake| intake.chat == conversation)
+            .collect(),
+        Err(HistoryError::Unsupported { .. }) => Vec::new(),
+        Err(error) => {
+            eprintln!(
+                "warning: could not read the turn journal ({}); an interrupted turn is not recovered",
+                error.chain()
+            );
+            Vec::new()
+        }
+    };
+    for intake in interrupted {
+        recover(loaded, &agent, &conversation, &intake, shown).await;
+    }
+    let journaled = journal(history.as_ref(), &conversation, prompt, images).await;
+    if let Some(id) = &journaled {
+        request = request.journal(id);
+    }
     let mut events = agent.stream(&conversation, request);
-    Ok(print_events(
+    let code = print_events(
         loaded,
         &mut events,
         TurnTrace::new(&conversation, prompt),
-        Shown {
-            json: print.json,
-            typed,
-            reasoning: true,
-        },
+        shown,
     )
-    .await)
+    .await;
+    if let Some(id) = &journaled {
+        delivered(history.as_ref(), id).await;
+    }
+    Ok(code)
+}
+
+/// What the journal keeps of a `run`, to run it again after a crash.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Journaled {
+    prompt: String,
+    #[serde(default)]
+    images: Vec<std::path::PathBuf>,
+}
+
+/// Journals a `run` before its turn starts; `None` when the store keeps no
+/// journal (or failed to: the turn runs anyway).
+async fn journal(
+    history: &dyn HistoryStore,
+    conversation: &str,
+    prompt: &str,
+    images: &[std::path::PathBuf],
+) -> Option<String> {
+    let payload = serde_json::to_string(&Journaled {
+        prompt: prompt.to_owned(),
+        images: images.to_vec(),
+    })
+    .ok()?;
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let id = format!("cli:{conversation}:{at}-{}", std::process::id());
+    match history
+        .receive(&Intake::new(&id, conversation, payload))
+        .await
+    {
+        Ok(_) => Some(id),
+        Err(HistoryError::Unsupported { .. }) => None,
+        Err(error) => {
+            eprintln!(
+                "warning: could not journal this turn ({}); a crash would lose it",
+                error.chain()
+            );
+            None
+        }
+    }
+}
+
+/// Marks a journaled turn's answer as shown.
+async fn delivered(history: &dyn HistoryStore, id: &str) {
+    if let Err(error) = history.mark(id, &Mark::Delivered).await {
+        eprintln!(
+            "warning: could not mark the turn done in the journal ({})",
+            error.chain()
+        );
+    }
+}
+
+/// Finishes a turn of the conversation that a crash (or a kill) cut
+/// short, saying so first: one that hadn't started runs; one that had goes
+/// on from what it stored.
+async fn recover(
+    loaded: &LoadedConfig,
+    agent: &ferrobot::Agent,
+    conversation: &str,
+    intake: &Intake,
+    shown: Shown,
+) {
+    let history = agent.history();
+    let journaled: Journaled = match serde_json::from_str(&intake.payload) {
+        Ok(journaled) => journaled,
+        Err(_) => {
+            delivered(history.as_ref(), &intake.id).await;
+            return;
+        }
+    };
+    let request = if intake.stage == Stage::Received {
+        eprintln!(
+            "The last turn in this conversation was interrupted before it started; running it first: {}",
+            journaled.prompt
+        );
+        let mut request = TurnRequest::new(&journaled.prompt).journal(&intake.id);
+        for path in &journaled.images {
+            match Image::read(path) {
+                Ok(image) => request = request.image(image),
+                Err(error) => eprintln!("warning: {error}; the image is left out"),
+            }
+        }
+        request
+    } else {
+        eprintln!(
+            "The last turn in this conversation was interrupted; finishing it first: {}",
+            journaled.prompt
+        );
+        TurnRequest::recover(&intake.id)
+    };
+    let mut events = agent.stream(conversation, request);
+    let trace = TurnTrace::new(conversation, &journaled.prompt);
+    let shown = Shown {
+        typed: false,
+        ..shown
+    };
+    print_events(loaded, &mut events, trace, shown).await;
+    delivered(history.as_ref(), &intake.id).await;
 }
 
 /// The typed answer `--output-schema FILE` asks for.

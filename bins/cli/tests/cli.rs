@@ -1437,3 +1437,77 @@ fn an_mcp_servers_tool_can_be_disabled_by_name() {
     let unknown = ferrobot(&home, &["disable", "other__write_file"]);
     assert_eq!(unknown.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn a_run_killed_mid_turn_is_finished_by_the_next_run_in_its_conversation() {
+    let home = Home::new("cli-recover");
+    // The first request hangs (the run is killed while it waits); the
+    // others are answered with the prompt they finish.
+    let server = MockServer::start().await;
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    Mock::given(method("POST"))
+        .respond_with(move |request: &wiremock::Request| {
+            let first = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+            let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+            let last = body["messages"].as_array().unwrap().last().unwrap()["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let answer = ResponseTemplate::new(200)
+                .set_body_raw(text_sse(&format!("Answered: {last}")), "text/event-stream");
+            if first {
+                answer.set_delay(std::time::Duration::from_secs(60))
+            } else {
+                answer
+            }
+        })
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    let mut killed = command(&home, &[])
+        .args(["--base-url", &url, "--model", "m", "run", "first question"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the model was asked: the user's message is stored.
+    for _ in 0..1500 {
+        if calls.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let output = ferrobot(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "second question"],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "The last turn in this conversation was interrupted; finishing it first: first question"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        stdout(&output),
+        "Answered: first question\nAnswered: second question\n"
+    );
+    // The history holds each turn once, in order.
+    let shown = ferrobot(&home, &["history", "show", "cli"]);
+    assert_eq!(
+        stdout(&shown),
+        "#0\tyou: first question\n#1\tassistant: Answered: first question\n\
+         #2\tyou: second question\n#3\tassistant: Answered: second question\n"
+    );
+    // Nothing is left to recover.
+    let third = ferrobot(&home, &["--base-url", &url, "--model", "m", "run", "third"]);
+    assert!(
+        !stderr(&third).contains("interrupted"),
+        "{}",
+        stderr(&third)
+    );
+}

@@ -83,7 +83,7 @@ impl Discord {
                 }
                 Ok(Event::InteractionCreate(interaction)) => {
                     let inner = Arc::clone(&self.inner);
-                    tokio::spawn(inner.interaction((*interaction).0, Arc::clone(&handler)));
+                    tokio::spawn(inner.interaction((*interaction).0, handler.clone()));
                 }
                 Ok(Event::GatewayClose(frame)) => {
                     if let Some(error) = inner.closed(&shard, frame.as_ref()) {
@@ -98,7 +98,7 @@ impl Discord {
                             self.inner.said(said, &handler);
                         } else if let Some(interaction) = lenient_interaction(event) {
                             let inner = Arc::clone(&self.inner);
-                            tokio::spawn(inner.interaction(interaction, Arc::clone(&handler)));
+                            tokio::spawn(inner.interaction(interaction, handler.clone()));
                         } else {
                             tracing::debug!(error = %inner.redact(&error), "an event the bot doesn't read");
                         }
@@ -170,10 +170,13 @@ impl Inner {
             // In a server the answer is a reply to the message that asked.
             incoming = incoming.reply_to(format!("{}#{}", said.channel, said.id));
         }
-        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
+        // Journaled under the message's id (a snowflake, unique across
+        // Discord): the gateway may deliver it again after a resume.
+        let incoming = incoming.id(format!("discord:{}", said.id));
+        let (inner, handler) = (Arc::clone(self), handler.clone());
         tokio::spawn(async move {
             let incoming = inner.files(incoming, said.files, said.stickers).await;
-            handler(incoming).await;
+            handler.answer(incoming).await;
         });
     }
 

@@ -108,7 +108,7 @@ impl Inner {
         match acknowledged {
             Ok(_) => {
                 if let Some(turn) = turn {
-                    handler(turn).await;
+                    handler.answer(turn).await;
                 }
             }
             Err(error) => {

@@ -30,7 +30,7 @@ mod menu;
 mod place;
 mod updates;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,9 +68,6 @@ struct Inner {
     questions: Questions,
     /// Strangers already refused once; they get no second answer.
     refused: Mutex<HashSet<u64>>,
-    /// Albums whose first message is waiting for the rest, by
-    /// `media_group_id`.
-    albums: Mutex<HashMap<String, updates::Said>>,
     /// The latest command menu, and whether the token was checked so that
     /// it can be set.
     menu: LatestMenu,
@@ -111,7 +108,6 @@ impl Telegram {
                 edit_interval: Duration::from_millis(settings.edit_interval_ms),
                 questions: Questions::default(),
                 refused: Mutex::default(),
-                albums: Mutex::default(),
                 menu: LatestMenu::default(),
                 can_set_menu: AtomicBool::new(false),
                 connected: watch::Sender::new(false),

@@ -1,16 +1,16 @@
 //! Long polling: `Telegram::receive` checks the token, sets the menu and
-//! fetches updates; `Inner::dispatch` turns each into a turn, a button press
-//! or nothing, reading a message teloxide's types refuse from its JSON
-//! (`Said`); `Inner::gather` waits for the rest of an album; `Inner::admit`
-//! downloads a message's images and hands it to the handler.
+//! fetches updates, acknowledging each batch (the next `getUpdates`'
+//! offset) only once its messages are journaled; `Inner::take` turns each
+//! update into a turn, a button press or nothing, reading a message
+//! teloxide's types refuse from its JSON (`Said`), and joins the photos of
+//! an album; `Inner::admit` downloads a message's images and hands it to
+//! the handler.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ferrobot::bot::{ChannelError, Handler, Incoming, STOP_DATA, stop_pressed};
-use ferrobot_app::lock;
-use futures_util::StreamExt;
 use futures_util::future::join_all;
 use teloxide::payloads::setters::*;
 use teloxide::prelude::{Request as _, Requester};
@@ -18,7 +18,6 @@ use teloxide::types::{
     AllowedUpdate, CallbackQuery, MaybeInaccessibleMessage, Message, MessageKind, Update,
     UpdateKind,
 };
-use teloxide::update_listeners::{AsUpdateStream, Polling};
 use teloxide::{ApiError, RequestError};
 
 use crate::files::Files;
@@ -28,9 +27,17 @@ use crate::{Inner, REFUSAL, Telegram};
 /// The Bot API's long-poll wait; teloxide's HTTP client gives up after 17 s.
 const POLL_WAIT: Duration = Duration::from_secs(10);
 
-/// How long the first message of an album waits for the others; Telegram
-/// sends them together, one update each.
+/// How long a batch ending in a photo of an album waits for the album's
+/// other photos; Telegram sends them together, one update each.
 const ALBUM_WAIT: Duration = Duration::from_secs(1);
+
+/// How many times in a row Telegram may say another program polls with
+/// the token before the bot stops: once can be the previous process's
+/// last request, just after a restart.
+const CONFLICTS: u32 = 3;
+
+/// Why the bot stops when another program polls with its token.
+const CONFLICT: &str = "another program is polling Telegram with this bot's token (Telegram answers 409 Conflict): stop the other bot, or run several replicas with a webhook ([telegram] webhook_url) and a shared PostgreSQL history";
 
 impl Telegram {
     /// Checks the token, sets the menu, then serves updates until polling
@@ -46,28 +53,52 @@ impl Telegram {
         inner.can_set_menu.store(true, Ordering::SeqCst);
         inner.set_menu().await;
         tracing::info!(bot = %name, "connected to Telegram");
-        let mut polling = Polling::builder(inner.bot.clone())
-            .timeout(POLL_WAIT)
-            .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
-            .delete_webhook()
-            .await
-            .build();
+        // Polling and a webhook exclude each other.
+        if let Err(error) = inner.bot.delete_webhook().send().await {
+            tracing::warn!(error = %inner.redact(&error), "could not remove the bot's webhook");
+        }
         inner.connected.send_replace(true);
-        let updates = polling.as_stream();
-        futures_util::pin_mut!(updates);
-        while let Some(update) = updates.next().await {
-            match update {
-                Ok(update) => inner.dispatch(update, &handler),
+        let mut offset = 0;
+        let mut conflicts = 0;
+        let mut wait = Duration::from_secs(1);
+        loop {
+            let updates = match inner.poll(offset, POLL_WAIT).await {
+                Ok(updates) => updates,
                 Err(RequestError::Api(ApiError::InvalidToken)) => {
                     return Err(ChannelError::Unauthorized);
                 }
-                // The poller backs off by itself.
-                Err(error) => {
-                    tracing::warn!(error = %inner.redact(&error), "could not fetch updates; retrying");
+                Err(RequestError::Api(ApiError::TerminatedByOtherGetUpdates)) => {
+                    conflicts += 1;
+                    if conflicts >= CONFLICTS {
+                        return Err(ChannelError::Other {
+                            message: CONFLICT.into(),
+                            source: None,
+                        });
+                    }
+                    tracing::warn!(
+                        "another program polled Telegram with this bot's token; retrying"
+                    );
+                    tokio::time::sleep(wait).await;
+                    continue;
                 }
-            }
+                Err(error) => {
+                    tracing::warn!(error = %inner.redact(&error), retry_in_s = wait.as_secs(), "could not fetch updates; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(30));
+                    continue;
+                }
+            };
+            conflicts = 0;
+            wait = Duration::from_secs(1);
+            let Some(last) = updates.iter().map(|u| u.id.0).max() else {
+                continue;
+            };
+            let updates = inner.with_whole_albums(offset, updates).await;
+            // Journaled before the next request's offset acknowledges them:
+            // a crash before then, and Telegram sends them again.
+            inner.take(updates, &handler).await;
+            offset = i32::try_from(last).map_or(i32::MAX, |last| last.saturating_add(1));
         }
-        Ok(())
     }
 }
 
@@ -90,30 +121,84 @@ impl Inner {
         }
     }
 
-    /// Turns an update into a turn, a button press or nothing.
-    fn dispatch(self: &Arc<Self>, update: Update, handler: &Handler) {
-        let said = match update.kind {
-            UpdateKind::Message(message) => Said::of(&message),
-            UpdateKind::CallbackQuery(query) if query.data.as_deref() == Some(STOP_DATA) => {
-                self.stop_pressed(query, handler);
-                None
-            }
-            UpdateKind::CallbackQuery(query) => {
-                let inner = Arc::clone(self);
-                tokio::spawn(async move { inner.pressed(query).await });
-                None
-            }
-            // An update teloxide's types don't accept (an old payload without
-            // `is_bot`, a field Telegram changed): a message in it is still
-            // read.
-            UpdateKind::Error(raw) => Said::of_raw(&raw),
-            _ => None,
-        };
-        let Some(mut said) = said else { return };
-        match said.album.take() {
-            Some(album) => self.gather(album, said, handler),
-            None => self.admit(said, handler),
+    /// The updates from `offset` on, waiting up to `wait` for one.
+    async fn poll(&self, offset: i32, wait: Duration) -> Result<Vec<Update>, RequestError> {
+        self.bot
+            .get_updates()
+            .offset(offset)
+            .timeout(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX))
+            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
+            .send()
+            .await
+    }
+
+    /// The batch again, a moment later, when it ends in a photo of an
+    /// album: the album's other photos may follow in the next updates.
+    /// Nothing is acknowledged meanwhile (same offset).
+    async fn with_whole_albums(&self, offset: i32, updates: Vec<Update>) -> Vec<Update> {
+        let ends_in_album = updates.last().is_some_and(|update| match &update.kind {
+            UpdateKind::Message(message) => message.media_group_id().is_some(),
+            UpdateKind::Error(raw) => raw.pointer("/message/media_group_id").is_some(),
+            _ => false,
+        });
+        if !ends_in_album {
+            return updates;
         }
+        tokio::time::sleep(ALBUM_WAIT).await;
+        match self.poll(offset, Duration::ZERO).await {
+            Ok(again) if again.len() >= updates.len() => again,
+            _ => updates,
+        }
+    }
+
+    /// Turns a batch of updates into turns, button presses or nothing;
+    /// returns once every message in it is journaled. The photos of an
+    /// album (one update each) are one message.
+    async fn take(self: &Arc<Self>, updates: Vec<Update>, handler: &Handler) {
+        let mut said: Vec<Said> = Vec::new();
+        for update in updates {
+            let one = match update.kind {
+                UpdateKind::Message(message) => Said::of(&message),
+                UpdateKind::CallbackQuery(query) if query.data.as_deref() == Some(STOP_DATA) => {
+                    self.stop_pressed(query, handler);
+                    None
+                }
+                UpdateKind::CallbackQuery(query) => {
+                    let inner = Arc::clone(self);
+                    tokio::spawn(async move { inner.pressed(query).await });
+                    None
+                }
+                // An update teloxide's types don't accept (an old payload
+                // without `is_bot`, a field Telegram changed): a message in
+                // it is still read.
+                UpdateKind::Error(raw) => Said::of_raw(&raw),
+                _ => None,
+            };
+            let Some(mut one) = one else { continue };
+            one.update = update.id.0;
+            let album = one.album.as_ref();
+            match said
+                .iter_mut()
+                .find(|s| album.is_some() && s.album.as_ref() == album)
+            {
+                Some(first) => first.join(one),
+                None => said.push(one),
+            }
+        }
+        // A chat's messages in the order they came; chats side by side.
+        let mut chats: Vec<Vec<Said>> = Vec::new();
+        for one in said {
+            match chats.iter_mut().find(|chat| chat[0].place == one.place) {
+                Some(chat) => chat.push(one),
+                None => chats.push(vec![one]),
+            }
+        }
+        join_all(chats.into_iter().map(|chat| async move {
+            for said in chat {
+                self.admit(said, handler).await;
+            }
+        }))
+        .await;
     }
 
     /// A press of the Stop button under a reply being written: `/stop` from
@@ -133,7 +218,7 @@ impl Inner {
             presser.to_string(),
             self.is_allowed(presser),
         );
-        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
+        let (inner, handler) = (Arc::clone(self), handler.clone());
         tokio::spawn(async move {
             let acknowledged = inner
                 .call("answerCallbackQuery", || {
@@ -151,37 +236,16 @@ impl Inner {
             if let Ok(stop) = stop
                 && !stop.conversation.is_empty()
             {
-                handler(stop).await;
+                handler.answer(stop).await;
             }
         });
     }
 
-    /// Holds a message of an album (photos sent together arrive as one
-    /// message each) until the rest have come, so the model gets them in
-    /// one turn with the album's caption.
-    fn gather(self: &Arc<Self>, album: String, said: Said, handler: &Handler) {
-        {
-            let mut albums = lock(&self.albums);
-            if let Some(first) = albums.get_mut(&album) {
-                first.join(said);
-                return;
-            }
-            albums.insert(album.clone(), said);
-        }
-        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
-        tokio::spawn(async move {
-            tokio::time::sleep(ALBUM_WAIT).await;
-            let said = lock(&inner.albums).remove(&album);
-            if let Some(said) = said {
-                inner.admit(said, &handler);
-            }
-        });
-    }
-
-    /// A message for the bot becomes a turn: its images downloaded, the
-    /// rest named for the user. In a group, only a message with text (or a
-    /// caption) is taken; a stranger is refused, once.
-    fn admit(self: &Arc<Self>, said: Said, handler: &Handler) {
+    /// A message for the bot becomes a turn, journaled under its update's
+    /// id: its images downloaded, the rest named for the user. In a group,
+    /// only a message with text (or a caption) is taken; a stranger is
+    /// refused, once.
+    async fn admit(self: &Arc<Self>, said: Said, handler: &Handler) {
         // Answers in a group are replies, so `answering` tells a group.
         let in_group = said.answering.is_some();
         if said.text.is_empty() && in_group {
@@ -193,7 +257,7 @@ impl Inner {
                 user_id = user,
                 "refused a message from a user not in telegram.allowed_user_ids"
             );
-            if lock(&self.refused).insert(user) {
+            if ferrobot_app::lock(&self.refused).insert(user) {
                 let inner = Arc::clone(self);
                 tokio::spawn(async move {
                     let _ = inner.send_plain(said.place, REFUSAL).await;
@@ -208,24 +272,22 @@ impl Inner {
         } else {
             said.text
         };
-        let mut incoming = Incoming::new(said.place.to_string(), user.to_string(), text);
+        let mut incoming = Incoming::new(said.place.to_string(), user.to_string(), text)
+            .id(format!("telegram:{}", said.update));
         if let Some(answering) = said.answering {
             incoming = incoming.reply_to(answering.to_string());
         }
-        let (inner, handler) = (Arc::clone(self), Arc::clone(handler));
-        tokio::spawn(async move {
-            let fetched = join_all(said.files.images.iter().map(|w| inner.fetch(w))).await;
-            for image in fetched {
-                incoming = match image {
-                    Ok(image) => incoming.image(image),
-                    Err(unread) => incoming.unread(unread),
-                };
-            }
-            for unread in said.files.unread {
-                incoming = incoming.unread(unread);
-            }
-            handler(incoming).await;
-        });
+        let fetched = join_all(said.files.images.iter().map(|w| self.fetch(w))).await;
+        for image in fetched {
+            incoming = match image {
+                Ok(image) => incoming.image(image),
+                Err(unread) => incoming.unread(unread),
+            };
+        }
+        for unread in said.files.unread {
+            incoming = incoming.unread(unread);
+        }
+        handler.accept(incoming).await;
     }
 }
 
@@ -234,6 +296,8 @@ impl Inner {
 /// files, and the album it is part of.
 #[derive(Debug)]
 pub(crate) struct Said {
+    /// The update it came in (an album's first).
+    update: u32,
     place: Place,
     answering: Option<Place>,
     user: u64,
@@ -250,6 +314,7 @@ impl Said {
             return None;
         }
         Some(Self {
+            update: 0,
             place: Place::of(message),
             answering: Place::answering(message),
             user: from.id.0,
@@ -281,6 +346,7 @@ impl Said {
             return None;
         }
         Some(Self {
+            update: 0,
             place: Place::of_raw(message)?,
             answering: Place::answering_raw(message),
             user: from.get("id")?.as_u64()?,

@@ -31,3 +31,5 @@ mod retries;
 mod corpus;
 // The binary, configured from the environment alone, and its start-up errors.
 mod binary;
+// The binary killed at random moments: every message answered exactly once.
+mod crash;

@@ -53,7 +53,13 @@ impl Respond for FakeBotApi {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let mut state = self.0.lock().unwrap();
         if method == "getupdates" {
-            let updates: Vec<Value> = state.updates.drain(..).collect();
+            // As the real API: an offset confirms the updates before it,
+            // and the rest are sent again until confirmed.
+            let offset = body["offset"].as_i64().unwrap_or(0);
+            state
+                .updates
+                .retain(|u| u["update_id"].as_i64().unwrap_or_default() >= offset);
+            let updates: Vec<Value> = state.updates.iter().cloned().collect();
             let delay = if updates.is_empty() { 30 } else { 0 };
             return ok(json!(updates)).set_delay(Duration::from_millis(delay));
         }
