@@ -1,6 +1,7 @@
 //! History stores: append and load throughput of a 10,000-message
-//! conversation in `SqliteHistory`, and the memory of 10,000 conversations
-//! in `MemoryHistory`.
+//! conversation in `SqliteHistory`, the memory of 10,000 conversations
+//! in `MemoryHistory`, and what the turn journal costs a turn on SQLite
+//! (journaled before, marked with each store, delivered after).
 //!
 //! Run with: `cargo bench --bench history --all-features`
 
@@ -8,7 +9,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ferrobot::history::{HistoryStore, MemoryHistory, SqliteHistory};
+use ferrobot::Agent;
+use ferrobot::agent::TurnRequest;
+use ferrobot::history::{HistoryStore, Intake, Mark, MemoryHistory, SqliteHistory};
+use ferrobot::testing::MockProvider;
 use ferrobot::{Message, ToolCall, ToolResult};
 use serde_json::json;
 
@@ -123,5 +127,62 @@ fn history(c: &mut Criterion) {
     black_box(memory);
 }
 
-criterion_group!(benches, history);
+/// 100 one-answer turns on a SQLite file, each in a conversation of its
+/// own, with and without the journal.
+fn journal(c: &mut Criterion) {
+    const TURNS: usize = 100;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut group = c.benchmark_group("sqlite_turns");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Elements(TURNS as u64));
+    for journaled in [false, true] {
+        let name = if journaled {
+            "journaled"
+        } else {
+            "unjournaled"
+        };
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_custom(|iters| async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let path = temp_db(name);
+                    let store = SqliteHistory::open(&path).await.expect("open");
+                    let agent = Agent::builder()
+                        .provider(MockProvider::replying("Disk / has 42 GB free."))
+                        .history(store.clone())
+                        .build();
+                    let started = Instant::now();
+                    for i in 0..TURNS {
+                        let conversation = format!("chat-{i}");
+                        let request = TurnRequest::new("how full is the disk?");
+                        if !journaled {
+                            agent.handle(&conversation, request).await.expect("turn");
+                            continue;
+                        }
+                        let id = format!("bench:{i}");
+                        let intake = Intake::new(&id, &conversation, "how full is the disk?");
+                        store.receive(&intake).await.expect("receive");
+                        agent
+                            .handle(&conversation, request.journal(&id))
+                            .await
+                            .expect("turn");
+                        store.mark(&id, &Mark::Delivered).await.expect("mark");
+                    }
+                    total += started.elapsed();
+                    let _ = std::fs::remove_dir_all(path.parent().expect("dir"));
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, history, journal);
 criterion_main!(benches);

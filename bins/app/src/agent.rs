@@ -169,13 +169,20 @@ impl LoadedConfig {
     /// ([`system_report`](ferrobot::tools::system_report)).
     ///
     /// # Errors
-    /// When the agent can't be built (the message names the file) or the
-    /// channel stops with an error.
+    /// When another bot serves from the same history file, the agent can't
+    /// be built (the message names the file) or the channel stops with an
+    /// error.
     pub async fn serve(
         &self,
         channel: Arc<dyn Channel>,
         notice_to: Option<impl Future<Output = Option<String>> + Send + 'static>,
     ) -> Result<(), ChannelError> {
+        let _single = crate::single::lock_history(&self.history_path()).map_err(|message| {
+            ChannelError::Other {
+                message,
+                source: None,
+            }
+        })?;
         let agent = self
             .agent(
                 ChannelConfirm(Arc::clone(&channel)),

@@ -14,6 +14,7 @@
 //! - [`tool_state`]: which tools are switched off, in a file every process
 //!   shares, and following the tools file.
 //! - [`trace`]: one JSON line per turn in `traces.jsonl`.
+//! - [`single`]: one bot per history file, by a lock beside it.
 //! - [`run`]: a bot binary's `main` (arguments, logging, exit codes), and
 //!   [`retry`](mod@retry): the rule for retrying a chat platform's API.
 
@@ -23,6 +24,7 @@ pub mod images;
 pub mod mcp;
 pub mod retry;
 pub mod run;
+pub mod single;
 pub mod tool_state;
 pub mod trace;
 
