@@ -74,6 +74,11 @@ pub(super) async fn run(
         guard = inner.locks.lock(&conversation) => guard,
         () = cancel.cancelled() => return Err(Error::Cancelled),
     };
+    // Other processes sharing the store (replicas) wait too.
+    let _shared = tokio::select! {
+        guard = inner.history.lock_turn(&conversation) => guard?,
+        () = cancel.cancelled() => return Err(Error::Cancelled),
+    };
     let running = inner.running.start(&conversation, cancel);
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
     let turn = Turn {

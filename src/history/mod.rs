@@ -407,6 +407,25 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
         })
     }
 
+    /// Takes the conversation's turn lock across processes, for stores that
+    /// several processes share (replicas on one PostgreSQL): the agent
+    /// takes it after its own, in-process lock, before a turn loads the
+    /// conversation, and drops the guard when the turn ends. Waiting is the
+    /// store's to bound: it should fail with a message rather than wait
+    /// forever. By default, `None`: one process uses the store, and the
+    /// agent's own lock is enough.
+    ///
+    /// # Errors
+    /// When the lock can't be had (the store failed, or the wait was too
+    /// long); the turn fails with it.
+    fn lock_turn<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Option<TurnGuard>, HistoryError>> {
+        let _ = conversation;
+        Box::pin(async { Ok(None) })
+    }
+
     /// Forgets the delivered messages journaled before `before` and says
     /// how many. Keep them as long as the platform may deliver a message
     /// again (a day is plenty): a forgotten id would run again. By default,
@@ -419,6 +438,10 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
         unsupported("forget_delivered")
     }
 }
+
+/// What [`HistoryStore::lock_turn`] holds while a turn runs: dropping it
+/// lets the conversation's next turn, in any process, begin.
+pub type TurnGuard = Box<dyn Send + Sync + 'static>;
 
 /// The answer of a store that can't do `operation`.
 fn unsupported<T: Send + 'static>(

@@ -437,3 +437,116 @@ async fn the_journal_survives_reopening_and_forgets_old_delivered_entries() {
             .unwrap()
     );
 }
+
+/// A store two agents share, as two replicas share a database: its turn
+/// lock is the only thing keeping their turns of a conversation apart.
+#[derive(Debug, Default, Clone)]
+struct Shared(Arc<SharedState>);
+
+#[derive(Debug, Default)]
+struct SharedState {
+    inner: ferrobot::history::MemoryHistory,
+    locks: Arc<tokio::sync::Mutex<()>>,
+    waited: AtomicUsize,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+impl HistoryStore for Shared {
+    fn load<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, ferrobot::history::HistoryError>> {
+        self.inner.load(conversation)
+    }
+
+    fn append<'a>(
+        &'a self,
+        conversation: &'a str,
+        messages: &'a [Message],
+    ) -> BoxFuture<'a, Result<(), ferrobot::history::HistoryError>> {
+        self.inner.append(conversation, messages)
+    }
+
+    fn clear<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<(), ferrobot::history::HistoryError>> {
+        self.inner.clear(conversation)
+    }
+
+    fn list(
+        &self,
+    ) -> BoxFuture<
+        '_,
+        Result<Vec<ferrobot::history::ConversationInfo>, ferrobot::history::HistoryError>,
+    > {
+        self.inner.list()
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        _conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ferrobot::history::TurnGuard>, ferrobot::history::HistoryError>>
+    {
+        Box::pin(async move {
+            let guard = match Arc::clone(&self.locks).try_lock_owned() {
+                Ok(guard) => guard,
+                Err(_) => {
+                    self.waited.fetch_add(1, Ordering::SeqCst);
+                    Arc::clone(&self.locks).lock_owned().await
+                }
+            };
+            Ok(Some(Box::new(guard) as ferrobot::history::TurnGuard))
+        })
+    }
+}
+
+#[tokio::test]
+async fn two_agents_on_one_store_take_turns_by_the_stores_lock() {
+    let store = Shared::default();
+    // Slow answers: without the shared lock, both turns would interleave.
+    let slow = || {
+        MockProvider::from_fn(|request| {
+            let last = request
+                .messages
+                .last()
+                .map(Message::text)
+                .unwrap_or_default();
+            MockTurn::new()
+                .text(format!("re: {last}"))
+                .delay(Duration::from_millis(50))
+        })
+    };
+    let first = Agent::builder()
+        .provider(slow())
+        .history(store.clone())
+        .build();
+    let second = Agent::builder()
+        .provider(slow())
+        .history(store.clone())
+        .build();
+    let (a, b) = tokio::join!(first.handle("chat", "one"), second.handle("chat", "two"));
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(store.waited.load(Ordering::SeqCst), 1);
+    let texts: Vec<String> = store
+        .load("chat")
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    // Each question followed by its own answer.
+    assert!(
+        texts == ["one", "re: one", "two", "re: two"]
+            || texts == ["two", "re: two", "one", "re: one"],
+        "{texts:?}"
+    );
+}
