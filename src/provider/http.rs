@@ -98,17 +98,32 @@ pub(crate) fn error_message(body: &str) -> String {
 /// reqwest re-arms a timer for every body frame, which cost a streamed turn
 /// more than parsing it did; each dialect re-arms its own only when it fires.
 ///
-/// One client per connect time-out is shared by every provider of the
-/// process: building one reads the system's root certificates (some 1,300
-/// file operations here), which a program with a few providers, each set up
-/// with several builder calls, did nine times before its first turn; and
-/// providers of one server share its pooled connections.
+/// One client per connect time-out is shared by the providers built in one
+/// Tokio runtime: building one reads the system's root certificates (some
+/// 1,300 file operations here), which a program with a few providers, each
+/// set up with several builder calls, did nine times before its first turn;
+/// and providers of one server share its pooled connections. Not across
+/// runtimes: a pooled connection is served by a task of the runtime that
+/// opened it, and fails once that runtime is gone ("dispatch task is
+/// gone"), as in a test suite where each test has its runtime and a later
+/// server gets an earlier one's port.
 pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String> {
-    static SHARED: std::sync::Mutex<Vec<(Duration, reqwest::Client)>> =
+    /// Clients kept at most: a program has one runtime or a few; a test
+    /// suite has one per test, long gone.
+    const KEPT: usize = 16;
+    type Key = (Duration, Option<tokio::runtime::Id>);
+    static SHARED: std::sync::Mutex<Vec<(Key, reqwest::Client)>> =
         std::sync::Mutex::new(Vec::new());
+    let key = (
+        connect,
+        tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
+    );
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, client)) = shared.iter().find(|(limit, _)| *limit == connect) {
+    if let Some((_, client)) = shared.iter().find(|(kept, _)| *kept == key) {
         return Ok(client.clone());
+    }
+    if shared.len() == KEPT {
+        shared.remove(0);
     }
     // reqwest is built without a bundled crypto provider; ring is ours. If
     // the application installed another one first, that one is kept.
@@ -118,7 +133,7 @@ pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String>
         .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("could not build the HTTP client: {e}"))?;
-    shared.push((connect, client.clone()));
+    shared.push((key, client.clone()));
     Ok(client)
 }
 
