@@ -13,6 +13,10 @@ mod context;
 mod journal;
 mod memory;
 mod pending;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod rows;
 mod scheduled;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -28,8 +32,11 @@ pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use journal::{Intake, Mark, Stage};
 pub use memory::MemoryHistory;
 pub use pending::{PendingCall, PendingTurn};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::PostgresHistory;
 pub use scheduled::{LaterMessage, Recurrence, Schedule};
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) use scheduled::{from_secs, to_secs};
 pub(crate) use scheduled::{human_interval, whole_secs};
 #[cfg(feature = "sqlite")]
