@@ -7,7 +7,9 @@
 //! [`MemoryHistory`] is the default store; `SqliteHistory` (feature
 //! `sqlite`) keeps conversations in one file across restarts and crashes,
 //! and images apart from the messages that show them, read back one by one
-//! with [`HistoryStore::load_image`].
+//! with [`HistoryStore::load_image`]; `PostgresHistory` (feature
+//! `postgres`) does the same in a PostgreSQL database that several
+//! replicas share.
 
 mod context;
 mod journal;

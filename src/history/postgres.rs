@@ -217,11 +217,11 @@ impl PostgresHistory {
     ///
     /// # Examples
     /// ```no_run
-    /// # async fn run() -> Result<(), ferrobot::history::HistoryError> {
-    /// let store = ferrobot::history::PostgresHistory::connect(
-    ///     "postgres://bot:secret@127.0.0.1/ferrobot",
-    /// )
-    /// .await?;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ferrobot::history::HistoryError> {
+    /// use ferrobot::history::{HistoryStore, PostgresHistory};
+    /// let store = PostgresHistory::connect("postgres://bot:secret@127.0.0.1/ferrobot").await?;
+    /// println!("{} conversations", store.list().await?.len());
     /// # Ok(())
     /// # }
     /// ```
@@ -244,9 +244,11 @@ impl PostgresHistory {
     ///
     /// # Examples
     /// ```no_run
-    /// # async fn run() -> Result<(), ferrobot::history::HistoryError> {
-    /// use ferrobot::history::PostgresHistory;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ferrobot::history::HistoryError> {
+    /// use ferrobot::history::{HistoryStore, PostgresHistory};
     /// let store = PostgresHistory::connect_with("postgres://bot@db/ferrobot", 4).await?;
+    /// println!("{} conversations", store.list().await?.len());
     /// # Ok(())
     /// # }
     /// ```
@@ -264,7 +266,8 @@ impl PostgresHistory {
     ///
     /// # Examples
     /// ```no_run
-    /// # async fn run() -> Result<(), ferrobot::history::HistoryError> {
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ferrobot::history::HistoryError> {
     /// let store = ferrobot::history::PostgresHistory::connect("postgres://bot:pw@db/x").await?;
     /// assert_eq!(store.target(), "postgres://bot:***@db/x");
     /// # Ok(())

@@ -1307,6 +1307,7 @@ fn select_all<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Role;
 
     #[tokio::test]
     async fn a_full_disk_is_reported_and_stores_nothing_of_the_write() {
