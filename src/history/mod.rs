@@ -7,12 +7,18 @@
 //! [`MemoryHistory`] is the default store; `SqliteHistory` (feature
 //! `sqlite`) keeps conversations in one file across restarts and crashes,
 //! and images apart from the messages that show them, read back one by one
-//! with [`HistoryStore::load_image`].
+//! with [`HistoryStore::load_image`]; `PostgresHistory` (feature
+//! `postgres`) does the same in a PostgreSQL database that several
+//! replicas share.
 
 mod context;
 mod journal;
 mod memory;
 mod pending;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod rows;
 mod scheduled;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -28,8 +34,11 @@ pub(crate) use context::{shorten_tool_outputs, since_summary};
 pub use journal::{Intake, Mark, Stage};
 pub use memory::MemoryHistory;
 pub use pending::{PendingCall, PendingTurn};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::PostgresHistory;
 pub use scheduled::{LaterMessage, Recurrence, Schedule};
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) use scheduled::{from_secs, to_secs};
 pub(crate) use scheduled::{human_interval, whole_secs};
 #[cfg(feature = "sqlite")]

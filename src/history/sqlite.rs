@@ -7,11 +7,15 @@ use std::time::SystemTime;
 use futures_util::future::BoxFuture;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
+use super::rows::{
+    INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, role_from, role_name,
+    storage,
+};
 use super::{
     ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
-    Schedule, SearchHit, Stage, from_secs, now, searchable_text, title_of, to_secs,
+    Schedule, SearchHit, from_secs, now, searchable_text, title_of, to_secs,
 };
-use crate::message::{Image, Message, Role};
+use crate::message::{Image, Message};
 use crate::policy::Approval;
 
 /// Marks a SQLite file as ferrobot's (`PRAGMA application_id`, "FRBT").
@@ -209,26 +213,6 @@ fn v3_images(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         link_images(tx, row, &images)?;
     }
     Ok(())
-}
-
-/// An image's key: 64-bit FNV-1a of its media type and bytes, in hex.
-///
-/// No SHA-256 is in ferrobot's dependency tree, and the key needn't resist
-/// forgery: [`put_image`] compares the bytes of an image stored under the
-/// same key and takes the next free key when they differ, so a collision,
-/// accidental or crafted, never swaps one image for another. FNV-1a is
-/// fixed by its specification, so keys stay the same across Rust versions
-/// and machines (std's `DefaultHasher` promises neither), and it costs
-/// about a millisecond a megabyte.
-fn image_key(media_type: &str, data: &[u8]) -> String {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
-    for &byte in media_type.as_bytes().iter().chain(&[0]).chain(data) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(PRIME);
-    }
-    format!("{hash:016x}")
 }
 
 /// Stores an image once: the id of the row holding these bytes of this
@@ -570,13 +554,6 @@ fn check_header(path: &Path) -> Result<(), HistoryError> {
     }
 }
 
-fn storage(message: &str, source: impl std::error::Error + Send + Sync + 'static) -> HistoryError {
-    HistoryError::Storage {
-        message: message.to_owned(),
-        source: Some(Box::new(source)),
-    }
-}
-
 /// SQLite's error, in the terms of what the user can do about it.
 fn sqlite_error(path: &Path, error: rusqlite::Error) -> HistoryError {
     let path = path.to_owned();
@@ -612,24 +589,6 @@ fn sqlite_error(path: &Path, error: rusqlite::Error) -> HistoryError {
             }
         }
         _ => storage(&format!("SQLite failed on {}", path.display()), error),
-    }
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
-fn role_from(name: &str) -> Role {
-    match name {
-        "system" => Role::System,
-        "user" => Role::User,
-        "tool" => Role::Tool,
-        _ => Role::Assistant,
     }
 }
 
@@ -735,33 +694,26 @@ fn set_pending_in(
     Ok(())
 }
 
-/// The columns `schedule_from` reads, in its order.
-const SCHEDULE_COLUMNS: &str =
-    "id, conversation, prompt, recurrence, next_due, created_at, last_run, last_error, attempts";
-
-/// A schedule from a row of [`SCHEDULE_COLUMNS`]; a recurrence this
-/// version can't read is an error naming the schedule.
+/// A schedule from a row of [`SCHEDULE_COLUMNS`].
 fn schedule_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Schedule> {
-    let id: i64 = row.get(0)?;
-    let recurrence: String = row.get(3)?;
-    let recurrence = serde_json::from_str(&recurrence).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(
-            3,
-            rusqlite::types::Type::Text,
-            format!("schedule {id} has a recurrence this ferrobot can't read: {e}").into(),
-        )
-    })?;
-    Ok(Schedule {
-        id: id as u64,
+    ScheduleRow {
+        id: row.get(0)?,
         conversation: row.get(1)?,
         prompt: row.get(2)?,
-        recurrence,
-        next_due: row.get::<_, Option<i64>>(4)?.map(from_secs),
-        created: from_secs(row.get(5)?),
-        last_run: row.get::<_, Option<i64>>(6)?.map(from_secs),
+        recurrence: row.get(3)?,
+        next_due: row.get(4)?,
+        created_at: row.get(5)?,
+        last_run: row.get(6)?,
         last_error: row.get(7)?,
-        attempts: row.get::<_, i64>(8)?.try_into().unwrap_or(u32::MAX),
-    })
+        attempts: row.get(8)?,
+    }
+    .read()
+    .map_err(unreadable)
+}
+
+/// A row [`ScheduleRow::read`] or [`IntakeRow::read`] refused, as SQLite's error.
+fn unreadable((column, what): (usize, String)) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
 }
 
 fn later_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<LaterMessage> {
@@ -807,44 +759,21 @@ fn mark_in(tx: &Transaction<'_>, id: &str, mark: &Mark) -> rusqlite::Result<()> 
     Ok(())
 }
 
-/// The columns `intake_from` reads, in its order.
-const INTAKE_COLUMNS: &str =
-    "id, chat, payload, stage, conversation, calling, reply, answer, received_at";
-
 /// A journaled message from a row of [`INTAKE_COLUMNS`].
 fn intake_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Intake> {
-    let unreadable = |column: usize, what: String| {
-        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
-    };
-    let id: String = row.get(0)?;
-    let stage: String = row.get(3)?;
-    let stage = Stage::parse(&stage).ok_or_else(|| {
-        unreadable(
-            3,
-            format!("journaled message {id} has a stage this ferrobot doesn't know: {stage}"),
-        )
-    })?;
-    let calling = row
-        .get::<_, Option<String>>(5)?
-        .map(|body| serde_json::from_str(&body))
-        .transpose()
-        .map_err(|e| {
-            unreadable(
-                5,
-                format!("journaled message {id} has running calls this ferrobot can't read: {e}"),
-            )
-        })?;
-    Ok(Intake {
+    IntakeRow {
+        id: row.get(0)?,
         chat: row.get(1)?,
         payload: row.get(2)?,
-        stage,
+        stage: row.get(3)?,
         conversation: row.get(4)?,
-        calling,
+        calling: row.get(5)?,
         reply: row.get(6)?,
         answer: row.get(7)?,
-        received: from_secs(row.get(8)?),
-        id,
-    })
+        received_at: row.get(8)?,
+    }
+    .read()
+    .map_err(unreadable)
 }
 
 /// An id as SQLite keeps it; one past `i64::MAX` names no row.
@@ -1378,6 +1307,7 @@ fn select_all<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Role;
 
     #[tokio::test]
     async fn a_full_disk_is_reported_and_stores_nothing_of_the_write() {
@@ -1453,19 +1383,6 @@ mod tests {
             Some(&[9u8, 9, 9][..])
         );
         let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
-    fn image_keys_are_stable() {
-        // FNV-1a's published value for one zero byte, and one for an image:
-        // the same on every machine and Rust version, so a file stays
-        // deduplicated whichever build writes it.
-        assert_eq!(image_key("", &[]), "af63bd4c8601b7df");
-        assert_eq!(image_key("image/png", &[1, 2, 3]), "a51c22f4fee5614a");
-        assert_ne!(
-            image_key("image/png", &[1, 2, 3]),
-            image_key("image/jpeg", &[1, 2, 3])
-        );
     }
 
     #[test]

@@ -1,5 +1,21 @@
 //! The examples of `docs/history.md` (feature `sqlite`).
 
+/// Compiled, not run: it needs a PostgreSQL server (tests/integration/postgres.rs
+/// runs the store against one).
+#[cfg(feature = "postgres")]
+#[allow(dead_code)]
+async fn postgres_store() -> Result<(), Box<dyn std::error::Error>> {
+    use ferrobot::Agent;
+    use ferrobot::history::PostgresHistory;
+    use ferrobot::testing::MockProvider;
+
+    let url = std::env::var("DATABASE_URL")?; // postgres://bot:secret@db.internal/ferrobot
+    let store = PostgresHistory::connect_with(&url, 8).await?;
+    let agent = Agent::builder().provider(MockProvider::replying("Noted.")).history(store).build();
+    agent.handle("alice", "The backup server is backup-02.").await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn sqlite_store_survives_a_restart_and_searches() -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_dir_all(std::env::temp_dir().join("ferrobot-docs-history"));

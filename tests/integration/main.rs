@@ -80,6 +80,11 @@ mod journal;
 // `SqliteHistory` against real files: restart, search, migration, refusals.
 #[cfg(feature = "sqlite")]
 mod sqlite;
+// `PostgresHistory` against a real server (FERROBOT_TEST_POSTGRES_URL, a
+// database per test): every method, races between two stores, migrations,
+// passwords kept out of errors.
+#[cfg(feature = "postgres")]
+mod postgres;
 // The batteries-included system tools, reading this machine.
 #[cfg(feature = "tools")]
 mod system_tools;
