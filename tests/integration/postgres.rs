@@ -699,3 +699,108 @@ async fn the_password_stays_out_of_errors_and_debug_output() {
     );
     db.remove().await;
 }
+
+#[tokio::test]
+async fn two_replicas_take_turns_in_a_conversation_by_its_lease() {
+    use ferrobot::Agent;
+    use ferrobot::testing::{MockProvider, MockTurn};
+
+    let Some(db) = Database::new().await else {
+        return;
+    };
+    // Two stores on one database, as two replicas have.
+    let (first, second) = (db.store().await, db.store().await);
+    let slow = || {
+        MockProvider::from_fn(|request| {
+            let last = request
+                .messages
+                .last()
+                .map(Message::text)
+                .unwrap_or_default();
+            MockTurn::new()
+                .text(format!("re: {last}"))
+                .delay(Duration::from_millis(100))
+        })
+    };
+    let one = Agent::builder()
+        .provider(slow())
+        .history(first.clone())
+        .build();
+    let two = Agent::builder().provider(slow()).history(second).build();
+    let questions: Vec<String> = (0..6).map(|i| format!("q{i}")).collect();
+    let turns = questions.iter().enumerate().map(|(i, q)| {
+        let agent = if i % 2 == 0 { one.clone() } else { two.clone() };
+        async move { agent.handle("chat", q.as_str()).await }
+    });
+    for reply in futures_util::future::join_all(turns).await {
+        reply.unwrap();
+    }
+    // No turn interleaved with another: each question, then its answer.
+    let texts: Vec<String> = first
+        .load("chat")
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(texts.len(), 12, "{texts:?}");
+    for pair in texts.chunks(2) {
+        assert_eq!(pair[1], format!("re: {}", pair[0]), "{texts:?}");
+    }
+    db.remove().await;
+}
+
+#[tokio::test]
+async fn a_lease_left_by_a_crash_expires_and_a_live_one_is_waited_for() {
+    let Some(db) = Database::new().await else {
+        return;
+    };
+    let store = db.store().await;
+    // A process that died mid-turn: its lease has expired.
+    db.sql_here(
+        "INSERT INTO turn_leases VALUES ('dead', 'gone-1', now() - interval '1 second'),
+                                        ('busy', 'other-1', now() + interval '1 hour')",
+    )
+    .await;
+    let taken = tokio::time::timeout(Duration::from_secs(5), store.lock_turn("dead"))
+        .await
+        .expect("an expired lease is taken at once")
+        .unwrap();
+    assert!(taken.is_some());
+    // A live one is waited for, until its holder gives it back.
+    let started = std::time::Instant::now();
+    let url = db.url();
+    let holder = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        run_sql(&url, "DELETE FROM turn_leases WHERE conversation = 'busy'").await;
+    });
+    let busy = store.lock_turn("busy").await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    holder.await.unwrap();
+    // Dropping a guard gives its conversation back.
+    drop(busy);
+    let mut left = i64::MAX;
+    for _ in 0..100 {
+        let (client, connection) = tokio_postgres::connect(&db.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        left = client
+            .query_one(
+                "SELECT count(*) FROM turn_leases WHERE conversation = 'busy'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        drop(client);
+        let _ = connection.await;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(left, 0, "the lease was not given back");
+    drop(taken);
+    db.remove().await;
+}

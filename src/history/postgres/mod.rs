@@ -22,6 +22,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
+mod lease;
+
 use super::rows::{
     INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, role_from, role_name,
     storage,
@@ -38,7 +40,8 @@ use crate::policy::Approval;
 const MIGRATIONS: [&str; 1] = [V1_TABLES];
 
 /// Version 1: the tables SQLite's six versions add up to, in PostgreSQL's
-/// terms. Bodies are the serde JSON text of their types, exactly as
+/// terms, and the leases of running turns (`turn_leases`, see
+/// [`lease`]). Bodies are the serde JSON text of their types, exactly as
 /// SQLite keeps them; times are seconds since the Unix epoch. Schedules,
 /// later messages and the journal refer to no conversation: they outlive
 /// a cleared one.
@@ -121,6 +124,11 @@ CREATE TABLE journal (
     updated_at BIGINT NOT NULL
 );
 CREATE INDEX journal_unfinished ON journal (seq) WHERE stage <> 'delivered';
+CREATE TABLE turn_leases (
+    conversation TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
 ";
 
 /// The advisory lock migrations run under ("FRBT"): replicas starting
@@ -1443,6 +1451,16 @@ impl HistoryStore for PostgresHistory {
     /// One `UPDATE … WHERE next_due IS NOT DISTINCT FROM $from`: of two
     /// claims at once, the second waits for the first's row lock, then
     /// finds the due time moved and changes nothing.
+    fn lock_turn<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Option<super::TurnGuard>, HistoryError>> {
+        self.run(async move {
+            let lease = lease::Lease::take(self, conversation).await?;
+            Ok(Some(Box::new(lease) as super::TurnGuard))
+        })
+    }
+
     fn claim_schedule(
         &self,
         id: u64,
