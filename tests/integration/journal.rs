@@ -512,18 +512,7 @@ impl HistoryStore for Shared {
 async fn two_agents_on_one_store_take_turns_by_the_stores_lock() {
     let store = Shared::default();
     // Slow answers: without the shared lock, both turns would interleave.
-    let slow = || {
-        MockProvider::from_fn(|request| {
-            let last = request
-                .messages
-                .last()
-                .map(Message::text)
-                .unwrap_or_default();
-            MockTurn::new()
-                .text(format!("re: {last}"))
-                .delay(Duration::from_millis(50))
-        })
-    };
+    let slow = || super::fixtures::slow_echo(Duration::from_millis(50));
     let first = Agent::builder()
         .provider(slow())
         .history(store.clone())

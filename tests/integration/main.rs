@@ -91,6 +91,9 @@ mod system_tools;
 // proptest: any split of a stream into network reads gives the same events.
 #[cfg(feature = "openai")]
 mod split;
+// What several modules build the same way: a message of every part type,
+// a slow echoing model.
+mod fixtures;
 // Shared helpers: loopback servers, event collection, and the rule for
 // outside parts such as the corpus (fail under CI, skip loudly elsewhere).
 #[cfg(feature = "openai")]

@@ -10,7 +10,7 @@ use ferrobot::history::{
     PostgresHistory, Recurrence, Schedule, Stage,
 };
 use ferrobot::policy::{Approval, Scope};
-use ferrobot::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+use ferrobot::{Image, Message, Part, Role, ToolCall, ToolResult};
 use serde_json::json;
 
 /// The variable naming the test server; its role may create databases.
@@ -100,41 +100,6 @@ async fn run_sql(url: &str, sql: &str) {
     let _ = connection.await;
 }
 
-/// A message of every part type (as in tests/integration/sqlite.rs).
-fn every_part() -> Vec<Message> {
-    vec![
-        Message::user("Check the disk, please."),
-        Message::new(
-            Role::Assistant,
-            vec![
-                Part::Reasoning(Reasoning {
-                    text: "use du".into(),
-                    signature: Some("sig==".into()),
-                    provider: Some("anthropic".into()),
-                }),
-                Part::text("Checking."),
-                Part::ToolCall(ToolCall::new(
-                    "c1",
-                    "disk",
-                    json!({"path": "/", "deep": [1, 2]}),
-                )),
-            ],
-        ),
-        Message::tool_results([
-            ToolResult::ok("c1", "42 GB free\0 (a NUL from the tool)"),
-            ToolResult::error("c2", "boom"),
-        ]),
-        Message::new(
-            Role::Assistant,
-            vec![Part::Refusal {
-                text: "I won't delete it.".into(),
-            }],
-        )
-        .with_interrupted(true),
-        Message::system("Be brief."),
-    ]
-}
-
 /// A message no PostgreSQL store can keep: its image's media type holds a
 /// NUL, which a `TEXT` column refuses, after the messages before it were
 /// written in the same transaction.
@@ -170,9 +135,18 @@ async fn every_part_type_round_trips_and_an_append_is_all_or_nothing() {
         return;
     };
     let store = db.store().await;
-    store.append("alice", &every_part()[..2]).await.unwrap();
-    store.append("alice", &every_part()[2..]).await.unwrap();
-    assert_eq!(store.load("alice").await.unwrap(), every_part());
+    store
+        .append("alice", &super::fixtures::every_part()[..2])
+        .await
+        .unwrap();
+    store
+        .append("alice", &super::fixtures::every_part()[2..])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load("alice").await.unwrap(),
+        super::fixtures::every_part()
+    );
     assert!(store.load("nobody").await.unwrap().is_empty());
 
     // The second message fails after the first was written: neither stays.
@@ -181,7 +155,10 @@ async fn every_part_type_round_trips_and_an_append_is_all_or_nothing() {
         .await
         .unwrap_err();
     assert!(matches!(error, HistoryError::Storage { .. }), "{error:?}");
-    assert_eq!(store.load("alice").await.unwrap(), every_part());
+    assert_eq!(
+        store.load("alice").await.unwrap(),
+        super::fixtures::every_part()
+    );
     store
         .append("alice", &[Message::user("next")])
         .await
@@ -703,25 +680,13 @@ async fn the_password_stays_out_of_errors_and_debug_output() {
 #[tokio::test]
 async fn two_replicas_take_turns_in_a_conversation_by_its_lease() {
     use ferrobot::Agent;
-    use ferrobot::testing::{MockProvider, MockTurn};
 
     let Some(db) = Database::new().await else {
         return;
     };
     // Two stores on one database, as two replicas have.
     let (first, second) = (db.store().await, db.store().await);
-    let slow = || {
-        MockProvider::from_fn(|request| {
-            let last = request
-                .messages
-                .last()
-                .map(Message::text)
-                .unwrap_or_default();
-            MockTurn::new()
-                .text(format!("re: {last}"))
-                .delay(Duration::from_millis(100))
-        })
-    };
+    let slow = || super::fixtures::slow_echo(Duration::from_millis(100));
     let one = Agent::builder()
         .provider(slow())
         .history(first.clone())

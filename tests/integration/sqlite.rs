@@ -6,7 +6,7 @@ use std::time::Duration;
 use ferrobot::history::{HistoryError, HistoryStore, SqliteHistory};
 use ferrobot::testing::{MockProvider, MockTurn};
 use ferrobot::tool::from_fn;
-use ferrobot::{Agent, Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+use ferrobot::{Agent, Image, Message, Part, Role, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
 /// A fresh directory for one test, removed when dropped.
@@ -35,47 +35,22 @@ impl Drop for TempDir {
     }
 }
 
-fn every_part() -> Vec<Message> {
-    vec![
-        Message::user("Check the disk, please."),
-        Message::new(
-            Role::Assistant,
-            vec![
-                Part::Reasoning(Reasoning {
-                    text: "use du".into(),
-                    signature: Some("sig==".into()),
-                    provider: Some("anthropic".into()),
-                }),
-                Part::text("Checking."),
-                Part::ToolCall(ToolCall::new(
-                    "c1",
-                    "disk",
-                    json!({"path": "/", "deep": [1, 2]}),
-                )),
-            ],
-        ),
-        Message::tool_results([
-            ToolResult::ok("c1", "42 GB free"),
-            ToolResult::error("c2", "boom"),
-        ]),
-        Message::new(
-            Role::Assistant,
-            vec![Part::Refusal {
-                text: "I won't delete it.".into(),
-            }],
-        )
-        .with_interrupted(true),
-        Message::system("Be brief."),
-    ]
-}
-
 #[tokio::test]
 async fn every_part_type_round_trips() {
     let dir = TempDir::new("roundtrip");
     let store = SqliteHistory::open(dir.file("h.db")).await.unwrap();
-    store.append("alice", &every_part()[..2]).await.unwrap();
-    store.append("alice", &every_part()[2..]).await.unwrap();
-    assert_eq!(store.load("alice").await.unwrap(), every_part());
+    store
+        .append("alice", &super::fixtures::every_part()[..2])
+        .await
+        .unwrap();
+    store
+        .append("alice", &super::fixtures::every_part()[2..])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load("alice").await.unwrap(),
+        super::fixtures::every_part()
+    );
     assert!(store.load("nobody").await.unwrap().is_empty());
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 
-use super::{Fail, PostgresHistory, execute};
+use super::{Fail, PostgresHistory};
 use crate::history::HistoryError;
 
 /// How long a lease lasts unless renewed: how long a crashed process's
@@ -52,14 +52,9 @@ impl Lease {
         let mut pause = Duration::from_millis(20);
         let mut said = false;
         loop {
-            let client = store.client().await?;
-            let taken = execute(
-                &client,
-                TAKE,
-                &[&conversation, &holder, &LEASE.as_secs_f64()],
-            )
-            .await?;
-            drop(client);
+            let taken = store
+                .change(TAKE, &[&conversation, &holder, &LEASE.as_secs_f64()])
+                .await?;
             if taken == 1 {
                 if said {
                     tracing::info!(%conversation, waited_ms = started.elapsed().as_millis() as u64, "took the conversation's turn from another process");
@@ -110,12 +105,8 @@ impl Drop for Lease {
         // lease expires by itself.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let released = async {
-                    let client = store.client().await?;
-                    execute(&client, RELEASE, &[&conversation, &holder]).await?;
-                    Ok::<_, Fail>(())
-                };
-                if let Err(fail) = released.await {
+                let released = store.change(RELEASE, &[&conversation, &holder]).await;
+                if let Err(fail) = released {
                     let error = store.error(fail);
                     tracing::warn!(%conversation, error = %error.chain(), "could not give back the conversation's turn; it frees itself in 30 s");
                 }
@@ -129,17 +120,11 @@ impl Drop for Lease {
 async fn renew(store: PostgresHistory, conversation: String, holder: String) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
-        let renewed = async {
-            let client = store.client().await?;
-            let rows = execute(
-                &client,
-                RENEW,
-                &[&conversation, &holder, &LEASE.as_secs_f64()],
-            )
-            .await?;
-            Ok::<_, Fail>(rows)
-        };
-        match renewed.await {
+        let seconds = LEASE.as_secs_f64();
+        let renewed = store
+            .change(RENEW, &[&conversation, &holder, &seconds])
+            .await;
+        match renewed {
             Ok(1) => {}
             Ok(_) => {
                 tracing::warn!(%conversation, "lost the conversation's turn lock to another process (it expired); two turns may run at once");

@@ -353,6 +353,19 @@ impl PostgresHistory {
         Ok(self.inner.pool.get().await?)
     }
 
+    /// Runs `sql` with `params` on a connection from the pool; its rows.
+    async fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Fail> {
+        let client = self.client().await?;
+        Ok(select(&client, sql, params).await?)
+    }
+
+    /// Runs `sql` with `params` on a connection from the pool; how many
+    /// rows it changed.
+    async fn change(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Fail> {
+        let client = self.client().await?;
+        Ok(execute(&client, sql, params).await?)
+    }
+
     /// Runs `work`; its failure becomes the [`HistoryError`] that names
     /// this store's database.
     fn run<'a, T: Send + 'a>(
@@ -1087,13 +1100,12 @@ impl HistoryStore for PostgresHistory {
         conversation: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Message>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "SELECT seq, body FROM messages WHERE conversation = $1 ORDER BY seq",
-                &[&conversation],
-            )
-            .await?;
+            let rows = self
+                .query(
+                    "SELECT seq, body FROM messages WHERE conversation = $1 ORDER BY seq",
+                    &[&conversation],
+                )
+                .await?;
             let mut messages = Vec::with_capacity(rows.len());
             for row in rows {
                 let seq: i64 = row.try_get(0)?;
@@ -1136,15 +1148,14 @@ impl HistoryStore for PostgresHistory {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "SELECT c.id, c.title, c.created_at, c.updated_at,
+            let rows = self
+                .query(
+                    "SELECT c.id, c.title, c.created_at, c.updated_at,
                         (SELECT count(*) FROM messages m WHERE m.conversation = c.id)
                  FROM conversations c ORDER BY c.updated_at DESC, c.id",
-                &[],
-            )
-            .await?;
+                    &[],
+                )
+                .await?;
             rows.iter()
                 .map(|row| {
                     Ok(ConversationInfo {
@@ -1223,13 +1234,9 @@ impl HistoryStore for PostgresHistory {
 
     fn load_image<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Image, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "SELECT media_type, data FROM images WHERE id = $1",
-                &[&id],
-            )
-            .await?;
+            let rows = self
+                .query("SELECT media_type, data FROM images WHERE id = $1", &[&id])
+                .await?;
             let Some(row) = rows.first() else {
                 return Err(Fail::History(HistoryError::ImageNotFound {
                     id: id.to_owned(),
@@ -1247,13 +1254,12 @@ impl HistoryStore for PostgresHistory {
         conversation: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Approval>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "SELECT body FROM approvals WHERE conversation = $1 ORDER BY id",
-                &[&conversation],
-            )
-            .await?;
+            let rows = self
+                .query(
+                    "SELECT body FROM approvals WHERE conversation = $1 ORDER BY id",
+                    &[&conversation],
+                )
+                .await?;
             let mut approvals = Vec::with_capacity(rows.len());
             for row in &rows {
                 // One this version can't read is skipped: the user is asked
@@ -1293,13 +1299,12 @@ impl HistoryStore for PostgresHistory {
         conversation: &'a str,
     ) -> BoxFuture<'a, Result<Option<PendingTurn>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "SELECT body FROM pending_turns WHERE conversation = $1",
-                &[&conversation],
-            )
-            .await?;
+            let rows = self
+                .query(
+                    "SELECT body FROM pending_turns WHERE conversation = $1",
+                    &[&conversation],
+                )
+                .await?;
             let Some(row) = rows.first() else {
                 return Ok(None);
             };
@@ -1381,20 +1386,19 @@ impl HistoryStore for PostgresHistory {
     ) -> BoxFuture<'a, Result<u64, HistoryError>> {
         self.run(async move {
             let recurrence = encode(&schedule.recurrence, "a recurrence")?;
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "INSERT INTO schedules (conversation, prompt, recurrence, next_due, created_at)
+            let rows = self
+                .query(
+                    "INSERT INTO schedules (conversation, prompt, recurrence, next_due, created_at)
                  VALUES ($1, $2, $3, $4, $5) RETURNING id",
-                &[
-                    &schedule.conversation,
-                    &schedule.prompt,
-                    &recurrence,
-                    &schedule.next_due.map(to_secs),
-                    &to_secs(schedule.created),
-                ],
-            )
-            .await?;
+                    &[
+                        &schedule.conversation,
+                        &schedule.prompt,
+                        &recurrence,
+                        &schedule.next_due.map(to_secs),
+                        &to_secs(schedule.created),
+                    ],
+                )
+                .await?;
             let id: i64 = rows.first().map(|r| r.try_get(0)).transpose()?.unwrap_or(0);
             Ok(id as u64)
         })
@@ -1405,45 +1409,39 @@ impl HistoryStore for PostgresHistory {
         conversation: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Vec<Schedule>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                &format!(
-                    "SELECT {SCHEDULE_COLUMNS} FROM schedules
+            let rows = self
+                .query(
+                    &format!(
+                        "SELECT {SCHEDULE_COLUMNS} FROM schedules
                      WHERE $1::TEXT IS NULL OR conversation = $1 ORDER BY id"
-                ),
-                &[&conversation],
-            )
-            .await?;
+                    ),
+                    &[&conversation],
+                )
+                .await?;
             rows.iter().map(schedule_from).collect()
         })
     }
 
     fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let removed = execute(
-                &client,
-                "DELETE FROM schedules WHERE id = $1",
-                &[&row_id(id)],
-            )
-            .await?;
+            let removed = self
+                .change("DELETE FROM schedules WHERE id = $1", &[&row_id(id)])
+                .await?;
             Ok(removed > 0)
         })
     }
 
     fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                &format!(
-                    "SELECT {SCHEDULE_COLUMNS} FROM schedules
+            let rows = self
+                .query(
+                    &format!(
+                        "SELECT {SCHEDULE_COLUMNS} FROM schedules
                      WHERE next_due IS NOT NULL AND next_due <= $1 ORDER BY next_due, id"
-                ),
-                &[&to_secs(now)],
-            )
-            .await?;
+                    ),
+                    &[&to_secs(now)],
+                )
+                .await?;
             rows.iter().map(schedule_from).collect()
         })
     }
@@ -1468,14 +1466,13 @@ impl HistoryStore for PostgresHistory {
         to: Option<SystemTime>,
     ) -> BoxFuture<'_, Result<bool, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let claimed = execute(
-                &client,
-                "UPDATE schedules SET next_due = $3
+            let claimed = self
+                .change(
+                    "UPDATE schedules SET next_due = $3
                  WHERE id = $1 AND next_due IS NOT DISTINCT FROM $2",
-                &[&row_id(id), &from.map(to_secs), &to.map(to_secs)],
-            )
-            .await?;
+                    &[&row_id(id), &from.map(to_secs), &to.map(to_secs)],
+                )
+                .await?;
             Ok(claimed == 1)
         })
     }
@@ -1488,9 +1485,7 @@ impl HistoryStore for PostgresHistory {
         attempts: u32,
     ) -> BoxFuture<'a, Result<(), HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            execute(
-                &client,
+            self.change(
                 "UPDATE schedules SET last_run = $2, last_error = $3, attempts = $4 WHERE id = $1",
                 &[&row_id(id), &to_secs(at), &error, &i64::from(attempts)],
             )
@@ -1504,19 +1499,18 @@ impl HistoryStore for PostgresHistory {
         message: &'a LaterMessage,
     ) -> BoxFuture<'a, Result<u64, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "INSERT INTO later_messages (conversation, text, due, created_at)
+            let rows = self
+                .query(
+                    "INSERT INTO later_messages (conversation, text, due, created_at)
                  VALUES ($1, $2, $3, $4) RETURNING id",
-                &[
-                    &message.conversation,
-                    &message.text,
-                    &to_secs(message.due),
-                    &now(),
-                ],
-            )
-            .await?;
+                    &[
+                        &message.conversation,
+                        &message.text,
+                        &to_secs(message.due),
+                        &now(),
+                    ],
+                )
+                .await?;
             let id: i64 = rows.first().map(|r| r.try_get(0)).transpose()?.unwrap_or(0);
             Ok(id as u64)
         })
@@ -1527,27 +1521,22 @@ impl HistoryStore for PostgresHistory {
         now: SystemTime,
     ) -> BoxFuture<'_, Result<Vec<LaterMessage>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                "SELECT id, conversation, text, due FROM later_messages
+            let rows = self
+                .query(
+                    "SELECT id, conversation, text, due FROM later_messages
                  WHERE due <= $1 ORDER BY due, id",
-                &[&to_secs(now)],
-            )
-            .await?;
+                    &[&to_secs(now)],
+                )
+                .await?;
             rows.iter().map(later_from).collect()
         })
     }
 
     fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let taken = execute(
-                &client,
-                "DELETE FROM later_messages WHERE id = $1",
-                &[&row_id(id)],
-            )
-            .await?;
+            let taken = self
+                .change("DELETE FROM later_messages WHERE id = $1", &[&row_id(id)])
+                .await?;
             Ok(taken > 0)
         })
     }
@@ -1570,9 +1559,7 @@ impl HistoryStore for PostgresHistory {
 
     fn receive<'a>(&'a self, intake: &'a Intake) -> BoxFuture<'a, Result<bool, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let added = execute(
-                &client,
+            let added = self.change(
                 "INSERT INTO journal (id, chat, payload, stage, conversation, reply, received_at, updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
                 &[
@@ -1593,22 +1580,19 @@ impl HistoryStore for PostgresHistory {
 
     fn intake<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Intake>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
-                &format!("SELECT {INTAKE_COLUMNS} FROM journal WHERE id = $1"),
-                &[&id],
-            )
-            .await?;
+            let rows = self
+                .query(
+                    &format!("SELECT {INTAKE_COLUMNS} FROM journal WHERE id = $1"),
+                    &[&id],
+                )
+                .await?;
             rows.first().map(intake_from).transpose()
         })
     }
 
     fn unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let rows = select(
-                &client,
+            let rows = self.query(
                 &format!(
                     "SELECT {INTAKE_COLUMNS} FROM journal WHERE stage <> 'delivered' ORDER BY seq"
                 ),
@@ -1641,13 +1625,12 @@ impl HistoryStore for PostgresHistory {
 
     fn forget_delivered(&self, before: SystemTime) -> BoxFuture<'_, Result<u64, HistoryError>> {
         self.run(async move {
-            let client = self.client().await?;
-            let forgotten = execute(
-                &client,
-                "DELETE FROM journal WHERE stage = 'delivered' AND received_at < $1",
-                &[&to_secs(before)],
-            )
-            .await?;
+            let forgotten = self
+                .change(
+                    "DELETE FROM journal WHERE stage = 'delivered' AND received_at < $1",
+                    &[&to_secs(before)],
+                )
+                .await?;
             Ok(forgotten)
         })
     }
