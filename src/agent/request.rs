@@ -140,7 +140,7 @@ impl TurnRequest {
     /// # Examples
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use ferrobot::history::{HistoryStore, Intake, Stage};
+    /// use ferrobot::history::{Intake, Stage};
     /// use ferrobot::{Agent, agent::TurnRequest, testing::MockProvider};
     ///
     /// let agent = Agent::builder().provider(MockProvider::replying("hi")).build();
