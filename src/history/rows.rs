@@ -1,9 +1,32 @@
 //! What the database stores share: image keys, role names, the column
 //! lists their rows are read in, and their `Storage` error.
 
-use crate::message::Role;
+use crate::message::{Message, Role};
 
-use super::{HistoryError, Intake, Schedule, Stage, from_secs};
+use super::{HistoryError, Intake, PendingTurn, Schedule, Stage, from_secs};
+
+/// Message `seq` of `conversation` from its stored serde form; one this
+/// version can't read is [`HistoryError::Corrupt`], naming it.
+pub(crate) fn message_from(
+    conversation: &str,
+    seq: i64,
+    body: &str,
+) -> Result<Message, HistoryError> {
+    serde_json::from_str(body).map_err(|e| HistoryError::Corrupt {
+        conversation: conversation.to_owned(),
+        index: usize::try_from(seq).unwrap_or(usize::MAX),
+        message: e.to_string(),
+    })
+}
+
+/// The conversation's pending turn from its stored serde form.
+pub(crate) fn pending_from(conversation: &str, body: &str) -> Result<PendingTurn, HistoryError> {
+    serde_json::from_str(body).map_err(|e| HistoryError::Corrupt {
+        conversation: conversation.to_owned(),
+        index: usize::MAX,
+        message: format!("its pending turn can't be read: {e}"),
+    })
+}
 
 /// An image's key: 64-bit FNV-1a of its media type and bytes, in hex.
 ///

@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
 use super::rows::{
-    INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, role_from, role_name,
-    storage,
+    INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, message_from,
+    pending_from, role_from, role_name, storage,
 };
 use super::{
     ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
@@ -803,12 +803,7 @@ impl HistoryStore for SqliteHistory {
             let mut messages = Vec::new();
             for row in rows {
                 let (seq, body) = row.map_err(fail)?;
-                let message = serde_json::from_str(&body).map_err(|e| HistoryError::Corrupt {
-                    conversation: conversation.clone(),
-                    index: seq as usize,
-                    message: e.to_string(),
-                })?;
-                messages.push(message);
+                messages.push(message_from(&conversation, seq, &body)?);
             }
             Ok(messages)
         })
@@ -880,14 +875,8 @@ impl HistoryStore for SqliteHistory {
                 .query_row([&conversation], |row| row.get(0))
                 .optional()
                 .map_err(fail)?;
-            body.map(|body| {
-                serde_json::from_str(&body).map_err(|e| HistoryError::Corrupt {
-                    conversation: conversation.clone(),
-                    index: usize::MAX,
-                    message: format!("its pending turn can't be read: {e}"),
-                })
-            })
-            .transpose()
+            body.map(|body| pending_from(&conversation, &body))
+                .transpose()
         })
     }
 

@@ -25,8 +25,8 @@ use tokio_postgres::{NoTls, Row};
 mod lease;
 
 use super::rows::{
-    INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, role_from, role_name,
-    storage,
+    INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, message_from,
+    pending_from, role_from, role_name, storage,
 };
 use super::{
     ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
@@ -1110,12 +1110,7 @@ impl HistoryStore for PostgresHistory {
             for row in rows {
                 let seq: i64 = row.try_get(0)?;
                 let body: &str = row.try_get(1)?;
-                let message = serde_json::from_str(body).map_err(|e| HistoryError::Corrupt {
-                    conversation: conversation.to_owned(),
-                    index: seq as usize,
-                    message: e.to_string(),
-                })?;
-                messages.push(message);
+                messages.push(message_from(conversation, seq, body)?);
             }
             Ok(messages)
         })
@@ -1308,13 +1303,7 @@ impl HistoryStore for PostgresHistory {
             let Some(row) = rows.first() else {
                 return Ok(None);
             };
-            let pending =
-                serde_json::from_str(row.try_get(0)?).map_err(|e| HistoryError::Corrupt {
-                    conversation: conversation.to_owned(),
-                    index: usize::MAX,
-                    message: format!("its pending turn can't be read: {e}"),
-                })?;
-            Ok(Some(pending))
+            Ok(Some(pending_from(conversation, row.try_get(0)?)?))
         })
     }
 
