@@ -864,13 +864,7 @@ impl<S: EventSink> Turn<'_, S> {
         let mark = if answered {
             let last = messages.last();
             crate::history::Mark::Answered {
-                text: last
-                    .map(|m| {
-                        m.refusal()
-                            .filter(|_| m.text().is_empty())
-                            .unwrap_or_else(|| m.text())
-                    })
-                    .unwrap_or_default(),
+                text: last.map(|m| shown(m).0).unwrap_or_default(),
             }
         } else {
             crate::history::Mark::Started {
@@ -892,11 +886,10 @@ impl<S: EventSink> Turn<'_, S> {
 
     fn reply(self, assembled: Assembled) -> Reply {
         let message = &assembled.message;
-        let text = message.text();
-        let refusal = message.refusal().filter(|_| text.is_empty());
+        let (text, is_refusal) = shown(message);
         Reply {
-            is_refusal: refusal.is_some(),
-            text: refusal.unwrap_or(text),
+            is_refusal,
+            text,
             reasoning: message.reasoning(),
             usage: self.usage,
             tool_calls: self.records,
@@ -905,6 +898,16 @@ impl<S: EventSink> Turn<'_, S> {
             pending: Vec::new(),
             steered: false,
         }
+    }
+}
+
+/// What an answer shows: its text, or its refusal when it has no text
+/// (and whether it is one).
+fn shown(answer: &Message) -> (String, bool) {
+    let text = answer.text();
+    match answer.refusal().filter(|_| text.is_empty()) {
+        Some(refusal) => (refusal, true),
+        None => (text, false),
     }
 }
 
