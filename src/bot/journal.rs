@@ -19,6 +19,11 @@ use crate::history::{HistoryError, Intake, Mark, Stage};
 /// an unacknowledged message.
 const KEEP_DELIVERED: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
+/// How often a bot asks the store for what stopped processes left: a
+/// replica killed mid-turn is answered for within this, after the store
+/// counts it stopped.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
 /// What a [`Channel`] hands each incoming message to: [`serve`](super::serve)'s
 /// turns.
 ///
@@ -197,7 +202,9 @@ impl Handler {
 
     /// Starts recovering the journaled messages whose answers were not
     /// shown, oldest first, one chat's after another; new messages of those
-    /// chats wait until their chat's are done. Dropping the set stops it.
+    /// chats wait until their chat's are done. Then, every [`SWEEP_EVERY`],
+    /// recovers what other processes sharing the store left when they
+    /// stopped (a replica killed mid-turn). Dropping the set stops it all.
     pub(super) async fn recover(&self) -> JoinSet<()> {
         let mut tasks = JoinSet::new();
         let history = self.shared.agent.history();
@@ -208,23 +215,68 @@ impl Handler {
                 tracing::warn!(error = %error.chain(), "could not forget old journaled messages");
             }
         }
-        let unfinished = match history.unfinished().await {
-            Ok(unfinished) => unfinished,
-            Err(HistoryError::Unsupported { .. }) => return tasks,
+        let left = match history.claim_unfinished().await {
+            Ok(left) => {
+                tasks.spawn(Arc::clone(&self.shared).sweep());
+                left
+            }
+            // A store that can't tell its own entries from others': what
+            // it holds at start, no process is answering.
+            Err(HistoryError::Unsupported { .. }) => match history.unfinished().await {
+                Ok(left) => left,
+                Err(HistoryError::Unsupported { .. }) => return tasks,
+                Err(error) => {
+                    tracing::warn!(error = %error.chain(), "could not read the journal; turns a restart interrupted are not recovered");
+                    return tasks;
+                }
+            },
             Err(error) => {
                 tracing::warn!(error = %error.chain(), "could not read the journal; turns a restart interrupted are not recovered");
+                tasks.spawn(Arc::clone(&self.shared).sweep());
                 return tasks;
             }
         };
-        if unfinished.is_empty() {
-            return tasks;
+        if !left.is_empty() {
+            tracing::info!(
+                messages = left.len(),
+                "recovering the answers a restart interrupted"
+            );
         }
-        tracing::info!(
-            messages = unfinished.len(),
-            "recovering the answers a restart interrupted"
-        );
+        Arc::clone(&self.shared).start_recovering(left, &mut tasks);
+        tasks
+    }
+}
+
+impl Shared {
+    /// Every [`SWEEP_EVERY`], claims and recovers what stopped processes
+    /// left, until aborted; the recoveries stop with it.
+    async fn sweep(self: Arc<Self>) {
+        let mut recoveries = JoinSet::new();
+        loop {
+            tokio::time::sleep(SWEEP_EVERY).await;
+            while recoveries.try_join_next().is_some() {}
+            match self.agent.history().claim_unfinished().await {
+                Ok(left) if left.is_empty() => {}
+                Ok(left) => {
+                    tracing::info!(
+                        messages = left.len(),
+                        "recovering the answers of a process that stopped"
+                    );
+                    Arc::clone(&self).start_recovering(left, &mut recoveries);
+                }
+                Err(error) => {
+                    tracing::warn!(error = %error.chain(), "could not claim the messages stopped processes left; trying again");
+                }
+            }
+        }
+    }
+
+    /// Recovers `left` in `tasks`, one chat after another's in the order
+    /// received, a chat's started turn first; the chat's new messages wait
+    /// for them, as do its recoveries started after.
+    fn start_recovering(self: Arc<Self>, left: Vec<Intake>, tasks: &mut JoinSet<()>) {
         let mut chats: Vec<(String, Vec<Intake>)> = Vec::new();
-        for intake in unfinished {
+        for intake in left {
             match chats.iter_mut().find(|(chat, _)| *chat == intake.chat) {
                 Some((_, intakes)) => intakes.push(intake),
                 None => chats.push((intake.chat.clone(), vec![intake])),
@@ -238,29 +290,37 @@ impl Handler {
         }
         for (chat, intakes) in chats {
             let (done, waiting) = watch::channel(false);
-            self.shared
+            let before = self
                 .recovering
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(chat.clone(), waiting);
-            let shared = Arc::clone(&self.shared);
+            let shared = Arc::clone(&self);
             tasks.spawn(async move {
+                if let Some(mut before) = before {
+                    // An error: that recovery was stopped; go on.
+                    let _ = before.wait_for(|done| *done).await;
+                }
                 for intake in intakes {
                     shared.recover_one(intake).await;
                 }
-                shared
+                let mut recovering = shared
                     .recovering
                     .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&chat);
+                    .unwrap_or_else(PoisonError::into_inner);
+                // Unless a later recovery of the chat waits behind this one.
+                if recovering
+                    .get(&chat)
+                    .is_some_and(|latest| latest.same_channel(&done.subscribe()))
+                {
+                    recovering.remove(&chat);
+                }
+                drop(recovering);
                 done.send_replace(true);
             });
         }
-        tasks
     }
-}
 
-impl Shared {
     async fn recover_one(&self, intake: Intake) {
         let incoming: Incoming = match serde_json::from_str(&intake.payload) {
             Ok(incoming) => incoming,

@@ -172,3 +172,15 @@ impl Mark {
         }
     }
 }
+
+/// A new name for the process (the store instance) that receives messages:
+/// an entry it journals is its own until [`claim_unfinished`](super::HistoryStore::claim_unfinished)
+/// gives it to another. The process id (for people reading the table) and
+/// a random part (process ids are reused, and repeat across machines).
+pub(crate) fn new_owner() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{}-{random:016x}", std::process::id())
+}

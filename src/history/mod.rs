@@ -382,6 +382,25 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
         unsupported("unfinished")
     }
 
+    /// Takes over the journaled messages no running process is answering,
+    /// for the caller to recover, in the order they were received: those
+    /// received by processes that have stopped. Each is given to one
+    /// caller; what this store received itself is never given back.
+    ///
+    /// A store only one process uses at a time (a SQLite file) gives what
+    /// earlier processes left, and then nothing; a store replicas share
+    /// (PostgreSQL) also gives, later, what a replica that stopped left. A
+    /// bot calls it at start, then every little while
+    /// ([`serve`](crate::bot::serve) does). By default,
+    /// [`HistoryError::Unsupported`]: [`serve`](crate::bot::serve)
+    /// recovers [`unfinished`](Self::unfinished) at start instead.
+    ///
+    /// # Errors
+    /// When the store fails or keeps no journal.
+    fn claim_unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
+        unsupported("claim_unfinished")
+    }
+
     /// Records how far journaled message `id` got. Nothing happens for an
     /// id the store doesn't hold. By default, [`HistoryError::Unsupported`].
     ///

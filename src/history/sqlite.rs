@@ -26,14 +26,22 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
 /// The schema's history; version N is `MIGRATIONS[N - 1]`. Never edit a
 /// released entry: add one.
-const MIGRATIONS: [Migration; 6] = [
+const MIGRATIONS: [Migration; 7] = [
     v1_tables,
     v2_search,
     v3_images,
     v4_decisions,
     v5_schedules,
     v6_journal,
+    v7_journal_owner,
 ];
+
+/// Version 7: which store instance (process) journaled each entry, so
+/// that [`claim_unfinished`](HistoryStore::claim_unfinished) gives only
+/// what earlier processes left. Entries from before have none: theirs.
+fn v7_journal_owner(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE journal ADD COLUMN owner TEXT;")
+}
 
 /// Version 6: the turn journal, one row per message from outside, in the
 /// order received (`seq`); `calling` is the serde form of a [`Message`].
@@ -364,6 +372,8 @@ pub struct SqliteHistory {
 struct Inner {
     path: PathBuf,
     connection: Mutex<Connection>,
+    /// This instance's name in the journal's `owner` column.
+    owner: String,
 }
 
 impl std::fmt::Debug for SqliteHistory {
@@ -455,6 +465,7 @@ impl SqliteHistory {
             inner: Arc::new(Inner {
                 path,
                 connection: Mutex::new(connection),
+                owner: super::journal::new_owner(),
             }),
         })
     }
@@ -1198,11 +1209,12 @@ impl HistoryStore for SqliteHistory {
 
     fn receive<'a>(&'a self, intake: &'a Intake) -> BoxFuture<'a, Result<bool, HistoryError>> {
         let intake = intake.clone();
+        let owner = self.inner.owner.clone();
         self.sql(move |connection| {
             let added = connection
                 .prepare_cached(
-                    "INSERT INTO journal (id, chat, payload, stage, conversation, reply, received_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO journal (id, chat, payload, stage, conversation, reply, received_at, updated_at, owner)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (id) DO NOTHING",
                 )?
                 .execute(params![
                     intake.id,
@@ -1212,7 +1224,8 @@ impl HistoryStore for SqliteHistory {
                     intake.conversation,
                     intake.reply,
                     to_secs(intake.received),
-                    now()
+                    now(),
+                    owner
                 ])?;
             Ok(added == 1)
         })
@@ -1240,6 +1253,29 @@ impl HistoryStore for SqliteHistory {
                 [],
                 intake_from,
             )
+        })
+    }
+
+    fn claim_unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
+        // One process at a time: whatever another instance journaled, an
+        // earlier process left.
+        let owner = self.inner.owner.clone();
+        self.sql(move |connection| {
+            let others = "stage <> 'delivered' AND owner IS NOT ?1";
+            let tx =
+                connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let left = select_all(
+                &tx,
+                &format!("SELECT {INTAKE_COLUMNS} FROM journal WHERE {others} ORDER BY seq"),
+                [&owner],
+                intake_from,
+            )?;
+            if !left.is_empty() {
+                tx.prepare_cached(&format!("UPDATE journal SET owner = ?1 WHERE {others}"))?
+                    .execute([&owner])?;
+            }
+            tx.commit()?;
+            Ok(left)
         })
     }
 

@@ -99,6 +99,12 @@ async fn store(name: &str) -> (TempDir, SqliteHistory) {
     (dir, store)
 }
 
+/// The store as the process restarted after a crash opens it: a new
+/// instance on the same file, which recovers what the crashed one left.
+async fn restarted(store: &SqliteHistory) -> SqliteHistory {
+    SqliteHistory::open(store.path()).await.unwrap()
+}
+
 /// What a channel journals for `text` in chat `chat`.
 fn journaled(id: &str, chat: &str, text: &str) -> Intake {
     let incoming = Incoming::new(chat, "ann", text).id(id);
@@ -193,7 +199,7 @@ async fn recovery_goes_on_from_the_stored_turn_and_edits_its_draft() {
     let mock = MockProvider::new().then(MockTurn::new().text("Hello again."));
     let agent = Agent::builder()
         .provider(mock.clone())
-        .history(store.clone())
+        .history(restarted(&store).await)
         .build();
     serve(agent, chat.clone()).await.unwrap();
     // The draft left by the crash is the answer; nothing else is posted.
@@ -237,7 +243,7 @@ async fn an_answer_stored_before_the_crash_is_shown_without_calling_the_model() 
     let mock = MockProvider::new();
     let agent = Agent::builder()
         .provider(mock.clone())
-        .history(store.clone())
+        .history(restarted(&store).await)
         .build();
     serve(agent, chat.clone()).await.unwrap();
     assert_eq!(chat.log(), ["edit #7: Stored answer."]);
@@ -289,7 +295,7 @@ async fn a_call_running_at_the_crash_is_not_run_again_unasked() {
         .provider(mock.clone())
         .tool(reboot)
         .tool(uptime)
-        .history(store.clone())
+        .history(restarted(&store).await)
         .confirm(ferrobot::bot::ChannelConfirm(chat.clone()))
         .build();
     serve(agent, chat.clone()).await.unwrap();
@@ -349,7 +355,7 @@ async fn a_command_that_was_running_is_not_run_again() {
     let agent = Agent::builder()
         .provider(MockProvider::new())
         .tool(reboot)
-        .history(store.clone())
+        .history(restarted(&store).await)
         .build();
     serve(agent, chat.clone()).await.unwrap();
     assert_eq!(reboots.load(Ordering::SeqCst), 0);
@@ -371,7 +377,7 @@ async fn a_message_journaled_but_not_started_runs_before_the_chats_new_ones() {
         .then(MockTurn::new().text("Two."));
     let agent = Agent::builder()
         .provider(mock.clone())
-        .history(store.clone())
+        .history(restarted(&store).await)
         .build();
     serve(agent, chat.clone()).await.unwrap();
     assert_eq!(
@@ -436,6 +442,38 @@ async fn the_journal_survives_reopening_and_forgets_old_delivered_entries() {
             .await
             .unwrap()
     );
+}
+
+#[tokio::test]
+async fn a_restarted_process_claims_what_the_earlier_one_left_once_and_never_its_own() {
+    let (_dir, earlier) = store("journal-claim").await;
+    for id in ["a", "b", "c"] {
+        assert!(
+            earlier
+                .receive(&Intake::new(id, "chat", "{}"))
+                .await
+                .unwrap()
+        );
+    }
+    earlier.mark("b", &Mark::Delivered).await.unwrap();
+    // What it journaled itself, the running process is answering.
+    assert!(earlier.claim_unfinished().await.unwrap().is_empty());
+
+    let restarted = restarted(&earlier).await;
+    assert!(
+        restarted
+            .receive(&Intake::new("d", "chat", "{}"))
+            .await
+            .unwrap()
+    );
+    let ids = |list: Vec<Intake>| list.into_iter().map(|i| i.id).collect::<Vec<_>>();
+    assert_eq!(ids(restarted.claim_unfinished().await.unwrap()), ["a", "c"]);
+    assert!(
+        restarted.claim_unfinished().await.unwrap().is_empty(),
+        "claimed once"
+    );
+    // All four are still unfinished, for whoever reads the journal.
+    assert_eq!(ids(restarted.unfinished().await.unwrap()), ["a", "c", "d"]);
 }
 
 /// A store two agents share, as two replicas share a database: its turn

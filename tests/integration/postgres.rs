@@ -2,8 +2,9 @@
 //! `FERROBOT_TEST_POSTGRES_URL` (`.ci/postgres` starts one), each test in a
 //! database of its own, so that tests run in parallel.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ferrobot_testkit::postgres::{Database, run_sql};
 
 use ferrobot::history::{
     HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingCall, PendingTurn,
@@ -13,91 +14,11 @@ use ferrobot::policy::{Approval, Scope};
 use ferrobot::{Image, Message, Part, Role, ToolCall, ToolResult};
 use serde_json::json;
 
-/// The variable naming the test server; its role may create databases.
-const SERVER: &str = "FERROBOT_TEST_POSTGRES_URL";
-
-/// A database of its own for one test, on the test server.
-struct Database {
-    /// The server's URL, connected to its `postgres` database.
-    server: String,
-    name: String,
-}
-
-impl Database {
-    /// A new, empty database; `None` after a loud skip when no server is
-    /// named outside CI, a failure under CI (`ferrobot_testkit::outside`).
-    async fn new() -> Option<Self> {
-        let Ok(server) = std::env::var(SERVER) else {
-            ferrobot_testkit::outside::missing(&format!(
-                "no PostgreSQL server: {SERVER} is not set (`. .ci/postgres; postgres_start` \
-                 starts one and sets it)"
-            ));
-            return None;
-        };
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let name = format!(
-            "ferrobot_test_{}_{}_{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let database = Self { server, name };
-        database
-            .sql(&format!("CREATE DATABASE {}", database.name))
-            .await;
-        Some(database)
-    }
-
-    /// The database's URL: the server's, its database name replaced.
-    fn url(&self) -> String {
-        let (base, query) = self
-            .server
-            .split_once('?')
-            .map_or((self.server.as_str(), ""), |(b, q)| (b, q));
-        let base = base.rsplit_once('/').unwrap().0;
-        let query = if query.is_empty() {
-            String::new()
-        } else {
-            format!("?{query}")
-        };
-        format!("{base}/{}{query}", self.name)
-    }
-
-    /// A store on this database, with a small pool: tests run many at once.
-    async fn store(&self) -> PostgresHistory {
-        PostgresHistory::connect_with(&self.url(), 4)
-            .await
-            .unwrap_or_else(|e| panic!("{}", e.chain()))
-    }
-
-    /// Runs `sql` on the server's `postgres` database.
-    async fn sql(&self, sql: &str) {
-        run_sql(&self.server, sql).await;
-    }
-
-    /// Runs `sql` in this database, as an outsider would.
-    async fn sql_here(&self, sql: &str) {
-        run_sql(&self.url(), sql).await;
-    }
-
-    /// Removes the database, whoever is still connected.
-    async fn remove(self) {
-        self.sql(&format!("DROP DATABASE {} WITH (FORCE)", self.name))
-            .await;
-    }
-}
-
-async fn run_sql(url: &str, sql: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+/// A store on `database`, with a small pool: tests run many at once.
+async fn store_on(database: &Database) -> PostgresHistory {
+    PostgresHistory::connect_with(&database.url(), 4)
         .await
-        .unwrap();
-    let connection = tokio::spawn(connection);
-    client.batch_execute(sql).await.unwrap();
-    drop(client);
-    let _ = connection.await;
+        .unwrap_or_else(|e| panic!("{}", e.chain()))
 }
 
 /// A message no PostgreSQL store can keep: its image's media type holds a
@@ -134,7 +55,7 @@ async fn every_part_type_round_trips_and_an_append_is_all_or_nothing() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     store
         .append("alice", &super::fixtures::every_part()[..2])
         .await
@@ -172,7 +93,7 @@ async fn images_are_stored_once_and_go_with_the_last_message_showing_them() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     let image = Image::png(vec![7u8; 1000]);
     store.append("a", &[shown("one", &image)]).await.unwrap();
     store
@@ -212,7 +133,7 @@ async fn truncate_clear_and_list_keep_order_and_titles() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     let turn = |n: u32| {
         [
             Message::user(format!("question {n}\nmore")),
@@ -265,7 +186,7 @@ async fn search_finds_words_with_marked_snippets() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     store
         .append(
             "alice",
@@ -304,7 +225,7 @@ async fn approvals_and_a_pending_turn_settle_together() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     let call = ToolCall::new("c1", "peek", json!({}));
     let pending = PendingTurn::new(
         Message::new(Role::Assistant, vec![Part::ToolCall(call.clone())]),
@@ -349,7 +270,7 @@ async fn schedules_are_claimed_by_exactly_one_of_two_stores() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let (one, two) = (db.store().await, db.store().await);
+    let (one, two) = (store_on(&db).await, store_on(&db).await);
     let start = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let hour = Duration::from_secs(3600);
     let hourly = Recurrence::Every(hour);
@@ -443,7 +364,7 @@ async fn a_later_message_is_taken_once_by_two_stores() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let (one, two) = (db.store().await, db.store().await);
+    let (one, two) = (store_on(&db).await, store_on(&db).await);
     assert_eq!(one.next_due().await.unwrap(), None);
     let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let id = one
@@ -477,11 +398,52 @@ async fn a_later_message_is_taken_once_by_two_stores() {
 }
 
 #[tokio::test]
+async fn a_replica_claims_the_messages_of_one_that_stopped_and_no_others() {
+    let Some(db) = Database::new().await else {
+        return;
+    };
+    let (first, second, third) = (
+        store_on(&db).await,
+        store_on(&db).await,
+        store_on(&db).await,
+    );
+    for id in ["t:1", "t:2", "t:3"] {
+        assert!(first.receive(&Intake::new(id, "chat", "{}")).await.unwrap());
+    }
+    first.mark("t:2", &Mark::Delivered).await.unwrap();
+    assert!(
+        second
+            .receive(&Intake::new("t:4", "chat", "{}"))
+            .await
+            .unwrap()
+    );
+    // Both run: neither takes the other's messages.
+    assert!(second.claim_unfinished().await.unwrap().is_empty());
+    assert!(first.claim_unfinished().await.unwrap().is_empty());
+
+    // The first stops: once its beats are a minute old, it counts as gone.
+    drop(first);
+    db.sql_here("UPDATE replicas SET seen_at = now() - interval '1 minute' WHERE id NOT IN (SELECT owner FROM journal WHERE id = 't:4')")
+        .await;
+    let ids = |list: Vec<Intake>| list.into_iter().map(|i| i.id).collect::<Vec<_>>();
+    let (one, two) = tokio::join!(second.claim_unfinished(), third.claim_unfinished());
+    let (mut one, mut two) = (ids(one.unwrap()), ids(two.unwrap()));
+    // Each entry to one claimant, in the order received.
+    let claimed = if one.is_empty() { &mut two } else { &mut one };
+    assert_eq!(*claimed, ["t:1", "t:3"]);
+    claimed.clear();
+    assert!(one.is_empty() && two.is_empty(), "{one:?} {two:?}");
+    assert!(second.claim_unfinished().await.unwrap().is_empty());
+    assert!(third.claim_unfinished().await.unwrap().is_empty());
+    db.remove().await;
+}
+
+#[tokio::test]
 async fn the_journal_keeps_order_marks_and_appends_with_its_mark() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     let first = Intake::new("t:1", "chat", "hello");
     assert!(store.receive(&first).await.unwrap());
     assert!(
@@ -579,19 +541,19 @@ async fn replicas_migrate_once_and_a_newer_or_foreign_schema_is_refused() {
     for started in futures_util::future::join_all(starts).await {
         started.unwrap().unwrap();
     }
-    let store = db.store().await;
+    let store = store_on(&db).await;
     store.append("a", &[Message::user("kept")]).await.unwrap();
     // One row per version: the later connects changed nothing.
     db.sql_here(
         "DO $$ BEGIN
-             IF (SELECT count(*) FROM ferrobot_schema) <> 1 THEN
+             IF (SELECT count(*) FROM ferrobot_schema) <> (SELECT max(version) FROM ferrobot_schema) THEN
                  RAISE EXCEPTION 'migrated twice';
              END IF;
          END $$",
     )
     .await;
     assert_eq!(
-        db.store().await.load("a").await.unwrap(),
+        store_on(&db).await.load("a").await.unwrap(),
         [Message::user("kept")]
     );
 
@@ -604,7 +566,7 @@ async fn replicas_migrate_once_and_a_newer_or_foreign_schema_is_refused() {
     else {
         panic!("{error:?}");
     };
-    assert_eq!((*found, *supported), (99, 1));
+    assert_eq!((*found, *supported), (99, 2));
     assert_no_password(&db, &error);
 
     let foreign = Database::new().await.unwrap();
@@ -636,7 +598,7 @@ async fn the_password_stays_out_of_errors_and_debug_output() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     if let Some(password) = password_of(&db.server) {
         let debug = format!("{store:?}");
         assert!(!debug.contains(&password), "{debug}");
@@ -685,7 +647,7 @@ async fn two_replicas_take_turns_in_a_conversation_by_its_lease() {
         return;
     };
     // Two stores on one database, as two replicas have.
-    let (first, second) = (db.store().await, db.store().await);
+    let (first, second) = (store_on(&db).await, store_on(&db).await);
     let slow = || super::fixtures::slow_echo(Duration::from_millis(100));
     let one = Agent::builder()
         .provider(slow())
@@ -720,7 +682,7 @@ async fn a_lease_left_by_a_crash_expires_and_a_live_one_is_waited_for() {
     let Some(db) = Database::new().await else {
         return;
     };
-    let store = db.store().await;
+    let store = store_on(&db).await;
     // A process that died mid-turn: its lease has expired.
     db.sql_here(
         "INSERT INTO turn_leases VALUES ('dead', 'gone-1', now() - interval '1 second'),

@@ -10,10 +10,10 @@ use tokio_util::task::AbortOnDropHandle;
 use ferrobot::agent::{Agent, Delegate, TurnBudget};
 use ferrobot::bot::{Channel, ChannelConfirm, ChannelError, ChannelNotifier};
 use ferrobot::confirm::ConfirmHandler;
-use ferrobot::history::SqliteHistory;
 use ferrobot::schedule::{Retries, Scheduler};
 use ferrobot::tool::{Notifier, Tool};
 
+use crate::history::Store;
 use crate::{LoadedConfig, ToolState, watch_tools_file};
 
 impl LoadedConfig {
@@ -57,7 +57,7 @@ impl LoadedConfig {
     /// The agent the config describes: its [`provider`](Self::provider),
     /// [`tools`](Self::tools) with the tool state file applied, the `[agent]`
     /// settings, the `[[permissions.rules]]` ([`policy`](Self::policy)) and
-    /// the SQLite history, and the [`scheduler`](Self::scheduler) as state
+    /// the history `[history]` names ([`open_history`](Self::open_history)), and the [`scheduler`](Self::scheduler) as state
     /// (for `notify_later`; [`serve`](Self::serve) runs it and adds the
     /// schedule tools); it asks `confirm` before tools that want approval
     /// and delivers later messages through `notifier`.
@@ -71,10 +71,7 @@ impl LoadedConfig {
         confirm: impl ConfirmHandler,
         notifier: impl Notifier,
     ) -> Result<Agent, ferrobot::BoxError> {
-        let path = self.history_path();
-        let history = SqliteHistory::open(&path)
-            .await
-            .map_err(|e| format!("opening the history at {}: {e}", path.display()))?;
+        let history = self.open_history().await?;
         let settings = &self.config.agent;
         let tools = self.tools()?;
         let delegate = self.delegate(&tools)?;
@@ -94,11 +91,14 @@ impl LoadedConfig {
             .tool_timeout(Duration::from_secs(settings.tool_timeout_secs))
             .policy(self.policy())
             .while_busy(settings.while_busy.into())
-            .history(history)
             .confirm(confirm)
             .notifier(notifier)
-            .state(self.scheduler()?)
-            .build();
+            .state(self.scheduler()?);
+        let agent = match history {
+            Store::Sqlite(store) => agent.history(store).build(),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(store) => agent.history(store).build(),
+        };
         ToolState::load(&self.tool_state_path())?.apply(&agent);
         Ok(agent)
     }
@@ -177,12 +177,17 @@ impl LoadedConfig {
         channel: Arc<dyn Channel>,
         notice_to: Option<impl Future<Output = Option<String>> + Send + 'static>,
     ) -> Result<(), ChannelError> {
-        let _single = crate::single::lock_history(&self.history_path()).map_err(|message| {
-            ChannelError::Other {
-                message,
-                source: None,
-            }
-        })?;
+        // Replicas share a database; a file is one process's.
+        let _single =
+            match self.config.history.url {
+                Some(_) => None,
+                None => Some(crate::single::lock_history(&self.history_path()).map_err(
+                    |message| ChannelError::Other {
+                        message,
+                        source: None,
+                    },
+                )?),
+            };
         let agent = self
             .agent(
                 ChannelConfirm(Arc::clone(&channel)),

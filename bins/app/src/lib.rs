@@ -7,6 +7,8 @@
 //!   environment, flags), its checks, and the provider `[llm]` describes.
 //! - [`agent`](mod@agent): the [`Agent`](ferrobot::Agent) a config describes
 //!   and a bot served from it ([`LoadedConfig::serve`]).
+//! - [`history`]: the store `[history]` names, a SQLite file or a
+//!   PostgreSQL database.
 //! - [`mcp`](mod@mcp): the MCP servers of `[mcp.servers]`, started in the
 //!   background for an agent.
 //! - [`images`]: the images the bots download for the model, their size
@@ -20,6 +22,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod history;
 pub mod images;
 pub mod mcp;
 pub mod retry;
@@ -29,9 +32,10 @@ pub mod tool_state;
 pub mod trace;
 
 pub use config::{
-    AgentConfig, Config, ConfigError, ConfigSource, Dialect, DiscordConfig, HistoryConfig,
-    LlmConfig, LoadedConfig, McpConfig, McpServerConfig, PermissionsConfig, ScheduleConfig, Secret,
-    TelegramConfig, ToolsConfig, WhileBusyMode, user_config_file, user_data_dir,
+    AgentConfig, Config, ConfigError, ConfigSource, DatabaseUrl, Dialect, DiscordConfig,
+    HistoryConfig, LlmConfig, LoadedConfig, McpConfig, McpServerConfig, PermissionsConfig,
+    ScheduleConfig, Secret, TelegramConfig, ToolsConfig, WhileBusyMode, user_config_file,
+    user_data_dir,
 };
 pub use mcp::McpServers;
 pub use retry::{Retry, retry};

@@ -512,3 +512,43 @@ fn a_bad_mcp_server_is_named_by_its_key() {
         });
     }
 }
+
+#[test]
+fn a_history_database_is_shown_without_its_password_and_not_beside_a_file() {
+    Jail::expect_with(|jail| {
+        jail.set_env(
+            "FERROBOT_HISTORY__URL",
+            "postgres://bot:hunter2@db.internal/ferrobot?sslmode=require",
+        );
+        let loaded = Config::load(&ConfigSource::new());
+        if !cfg!(feature = "postgres") {
+            let error = loaded.unwrap_err().to_string();
+            assert!(error.contains("`postgres` feature"), "{error}");
+            return Ok(());
+        }
+        let loaded = loaded.map_err(|e| e.to_string())?;
+        let explained = loaded.explain();
+        let url = explained
+            .iter()
+            .find(|(k, _, _)| k == "history.url")
+            .unwrap();
+        assert_eq!(
+            url.1,
+            "postgres://bot:***@db.internal/ferrobot?sslmode=require"
+        );
+        assert!(url.2.contains("environment"), "{url:?}");
+        assert_eq!(
+            loaded.history_place(),
+            "history database: postgres://bot:***@db.internal/ferrobot?sslmode=require"
+        );
+        assert!(!format!("{explained:?}{:?}", loaded.config).contains("hunter2"));
+
+        jail.create_file("ferrobot.toml", "[history]\npath = \"h.db\"\n")?;
+        let error = Config::load(&ConfigSource::new()).unwrap_err().to_string();
+        assert!(
+            error.contains("`history.path` and `history.url`"),
+            "{error}"
+        );
+        Ok(())
+    });
+}

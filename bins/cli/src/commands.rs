@@ -118,6 +118,6 @@ pub(crate) fn config_check(loaded: &LoadedConfig) -> ExitCode {
     for (key, value, source) in loaded.explain() {
         out!("{key} = {value}    # {source}");
     }
-    out!("history file: {}", loaded.history_path().display());
+    out!("{}", loaded.history_place());
     ExitCode::SUCCESS
 }

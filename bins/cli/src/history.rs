@@ -3,7 +3,6 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use ferrobot::history::{HistoryStore, SqliteHistory};
 use ferrobot_app::LoadedConfig;
 
 use crate::args::HistoryAction;
@@ -43,7 +42,11 @@ pub(crate) async fn history(
     loaded: &LoadedConfig,
     action: HistoryAction,
 ) -> anyhow::Result<ExitCode> {
-    let store = SqliteHistory::open(loaded.history_path()).await?;
+    let store = loaded
+        .open_history()
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?
+        .shared();
     match action {
         HistoryAction::List => {
             for info in store.list().await? {

@@ -4,10 +4,11 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use ferrobot::bot::always_covers;
-use ferrobot::history::{HistoryStore, SqliteHistory};
+use ferrobot::history::HistoryStore;
 use ferrobot::policy::{Approval, Permission, Policy};
 use ferrobot_app::{LoadedConfig, ToolState};
 use serde_json::Value;
@@ -137,11 +138,12 @@ fn arguments(words: &[String], schema: &Value) -> anyhow::Result<Value> {
     ferrobot::agent::parse_arguments(&text, schema).map_err(|message| anyhow::anyhow!(message))
 }
 
-async fn open(loaded: &LoadedConfig) -> anyhow::Result<SqliteHistory> {
-    let path = loaded.history_path();
-    SqliteHistory::open(&path)
+async fn open(loaded: &LoadedConfig) -> anyhow::Result<Arc<dyn HistoryStore>> {
+    let store = loaded
+        .open_history()
         .await
-        .with_context(|| format!("opening the history at {}", path.display()))
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(store.shared())
 }
 
 /// Seconds since the Unix epoch as a UTC date and time, `2024-05-01 09:30 UTC`

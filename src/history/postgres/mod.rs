@@ -23,6 +23,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
 mod lease;
+mod replica;
 
 use super::rows::{
     INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, message_from,
@@ -37,7 +38,7 @@ use crate::policy::Approval;
 
 /// The schema's history; version N is `MIGRATIONS[N - 1]`, SQL run in the
 /// transaction that records it. Never edit a released entry: add one.
-const MIGRATIONS: [&str; 1] = [V1_TABLES];
+const MIGRATIONS: [&str; 2] = [V1_TABLES, V2_REPLICAS];
 
 /// Version 1: the tables SQLite's six versions add up to, in PostgreSQL's
 /// terms, and the leases of running turns (`turn_leases`, see
@@ -131,6 +132,16 @@ CREATE TABLE turn_leases (
 );
 ";
 
+/// Version 2: which replica journaled each entry (`owner`), and when each
+/// replica last said it runs (see [`replica`]).
+const V2_REPLICAS: &str = "
+ALTER TABLE journal ADD COLUMN owner TEXT;
+CREATE TABLE replicas (
+    id TEXT PRIMARY KEY,
+    seen_at TIMESTAMPTZ NOT NULL
+);
+";
+
 /// The advisory lock migrations run under ("FRBT"): replicas starting
 /// together migrate one after the other, and the later ones find nothing
 /// to do.
@@ -187,6 +198,10 @@ struct Inner {
     pool: Pool,
     /// The URL without its password: what errors and `Debug` name.
     target: String,
+    /// This store's name as a replica, in the journal's `owner` column.
+    owner: String,
+    /// Whether it beats in the `replicas` table (once it journals).
+    beating: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PostgresHistory {
@@ -264,7 +279,12 @@ impl PostgresHistory {
         let target = redacted(url);
         let pool = pool(url, &target, pool_size.max(1))?;
         let store = Self {
-            inner: Arc::new(Inner { pool, target }),
+            inner: Arc::new(Inner {
+                pool,
+                target,
+                owner: super::journal::new_owner(),
+                beating: std::sync::atomic::AtomicBool::new(false),
+            }),
         };
         store.migrate().await.map_err(|fail| store.error(fail))?;
         Ok(store)
@@ -283,6 +303,23 @@ impl PostgresHistory {
     /// ```
     pub fn target(&self) -> &str {
         &self.inner.target
+    }
+
+    /// `url` with its password replaced by `***`, in either form libpq
+    /// reads (a URL, with or without a `password=` parameter, or key-value
+    /// pairs): what a program may print or log about the database.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::history::PostgresHistory;
+    /// assert_eq!(
+    ///     PostgresHistory::redact("postgres://bot:s3cret@db/x?sslmode=require"),
+    ///     "postgres://bot:***@db/x?sslmode=require"
+    /// );
+    /// assert_eq!(PostgresHistory::redact("host=db password=s3cret"), "host=db password=***");
+    /// ```
+    pub fn redact(url: &str) -> String {
+        redacted(url)
     }
 
     /// Brings the schema to the latest version in one transaction, under
@@ -1548,9 +1585,10 @@ impl HistoryStore for PostgresHistory {
 
     fn receive<'a>(&'a self, intake: &'a Intake) -> BoxFuture<'a, Result<bool, HistoryError>> {
         self.run(async move {
+            replica::join(self).await?;
             let added = self.change(
-                "INSERT INTO journal (id, chat, payload, stage, conversation, reply, received_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO journal (id, chat, payload, stage, conversation, reply, received_at, updated_at, owner)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
                 &[
                     &intake.id,
                     &intake.chat,
@@ -1560,6 +1598,7 @@ impl HistoryStore for PostgresHistory {
                     &intake.reply,
                     &to_secs(intake.received),
                     &now(),
+                    &self.inner.owner,
                 ],
             )
             .await?;
@@ -1590,6 +1629,10 @@ impl HistoryStore for PostgresHistory {
             .await?;
             rows.iter().map(intake_from).collect()
         })
+    }
+
+    fn claim_unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
+        self.run(replica::claim(self))
     }
 
     fn mark<'a>(&'a self, id: &'a str, mark: &'a Mark) -> BoxFuture<'a, Result<(), HistoryError>> {

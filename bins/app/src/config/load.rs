@@ -250,6 +250,22 @@ impl Config {
             )));
         }
         self.mcp.validate()?;
+        if self.history.url.is_some() {
+            if self.history.path.is_some() {
+                return Err(ConfigError::Invalid(
+                    "`history.path` and `history.url` are both set; keep the file (`path`) or the database (`url`), not both".into(),
+                ));
+            }
+            if !cfg!(feature = "postgres") {
+                return Err(super::no_postgres());
+            }
+        }
+        if self.history.pool_size == Some(0) {
+            return Err(ConfigError::Invalid(
+                "`history.pool_size` is 0; give the connections each process may open, e.g. 8"
+                    .into(),
+            ));
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError::Invalid(
                 "`llm.model` is empty; name a model, e.g. qwen3:8b".into(),

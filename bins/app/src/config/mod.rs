@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use dialect::Dialect;
 pub use load::{ConfigError, ConfigSource, LoadedConfig, user_config_file, user_data_dir};
 pub use mcp::{McpConfig, McpServerConfig};
-pub use secret::Secret;
+pub use secret::{DatabaseUrl, Secret};
 
 /// A bot's settings, layered: built-in defaults, then a config file (`-c
 /// FILE`, else `./ferrobot.toml`, else the per-user config dir), then
@@ -235,7 +235,8 @@ impl From<WhileBusyMode> for ferrobot::agent::WhileBusy {
     }
 }
 
-/// `[history]`: where conversations are kept.
+/// `[history]`: where conversations are kept: a SQLite file (one bot
+/// process), or a PostgreSQL database several replicas share.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -244,6 +245,27 @@ pub struct HistoryConfig {
     /// `history.db` in the per-user data directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<RelativePathBuf>,
+    /// A PostgreSQL database instead of the file (builds with the
+    /// `postgres` feature), e.g.
+    /// `postgres://bot:PASSWORD@db.example.com/ferrobot?sslmode=verify-full`;
+    /// prefer the environment for it (`FERROBOT_HISTORY__URL`). Its password
+    /// is never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<DatabaseUrl>,
+    /// Connections each process keeps open to the database at most. By
+    /// default, 8; every replica's count must fit the server's
+    /// `max_connections`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<usize>,
+}
+
+/// The error for `[history] url` in a build without PostgreSQL.
+pub(crate) fn no_postgres() -> ConfigError {
+    ConfigError::Invalid(
+        "`history.url` names a PostgreSQL database, and this build has no PostgreSQL; \
+         build with the `postgres` feature, or keep the history in a file (`history.path`)"
+            .into(),
+    )
 }
 
 /// `[tools]`: tool settings.
@@ -367,7 +389,11 @@ impl Default for Config {
                 budget_output_tokens: None,
                 while_busy: WhileBusyMode::Queue,
             },
-            history: HistoryConfig { path: None },
+            history: HistoryConfig {
+                path: None,
+                url: None,
+                pool_size: None,
+            },
             tools: ToolsConfig { state_file: None, file: None },
             telegram: TelegramConfig {
                 token: None,

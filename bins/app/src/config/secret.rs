@@ -1,4 +1,4 @@
-//! A secret from config or environment, hidden by its type.
+//! Secrets from config or environment, hidden by their types.
 
 use std::fmt;
 
@@ -44,5 +44,53 @@ impl fmt::Debug for Secret {
 impl Serialize for Secret {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(REDACTED)
+    }
+}
+
+/// A database URL from config or environment: shown (in `config check`, in
+/// `Debug`) without its password, so a reader sees which database without
+/// learning how to log in.
+///
+/// # Examples
+/// ```
+/// let url = ferrobot_app::DatabaseUrl::new("postgres://bot:s3cret@db/ferrobot");
+/// assert!(!format!("{url:?}").contains("s3cret"));
+/// assert!(!serde_json::to_string(&url).unwrap().contains("s3cret"));
+/// assert_eq!(url.expose(), "postgres://bot:s3cret@db/ferrobot");
+/// ```
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// Wraps a URL.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(url.into())
+    }
+
+    /// The URL itself, password included, for the one place that connects.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL without its password. A build without PostgreSQL can't
+    /// read the URL's forms, and shows none of it.
+    pub fn shown(&self) -> String {
+        #[cfg(feature = "postgres")]
+        return ferrobot::history::PostgresHistory::redact(&self.0);
+        #[cfg(not(feature = "postgres"))]
+        REDACTED.to_owned()
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown())
+    }
+}
+
+impl Serialize for DatabaseUrl {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.shown())
     }
 }
