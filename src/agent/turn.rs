@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -70,14 +71,30 @@ pub(super) async fn run(
             }
         }
     };
-    let _turn = tokio::select! {
-        guard = inner.locks.lock(&conversation) => guard,
-        () = cancel.cancelled() => return Err(Error::Cancelled),
-    };
-    // Other processes sharing the store (replicas) wait too.
-    let _shared = tokio::select! {
-        guard = inner.history.lock_turn(&conversation) => guard?,
-        () = cancel.cancelled() => return Err(Error::Cancelled),
+    let mut waited = None;
+    let (_turn, _shared) = loop {
+        let turn = tokio::select! {
+            guard = inner.locks.lock(&conversation) => guard,
+            () = cancel.cancelled() => return Err(Error::Cancelled),
+        };
+        // Other processes sharing the store (replicas) wait too.
+        let shared = tokio::select! {
+            guard = inner.history.lock_turn(&conversation) => guard?,
+            () = cancel.cancelled() => return Err(Error::Cancelled),
+        };
+        if !matches!(start, Start::Message(_)) || request.journal.is_none() {
+            break (turn, shared);
+        }
+        let own = request.journal.as_deref();
+        let Some(pause) = after_interrupted(inner, &conversation, own, &mut waited).await else {
+            break (turn, shared);
+        };
+        // Without the locks: the process recovering that turn needs them.
+        drop((turn, shared));
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = cancel.cancelled() => return Err(Error::Cancelled),
+        }
     };
     let running = inner.running.start(&conversation, cancel);
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
@@ -105,6 +122,47 @@ pub(super) async fn run(
     };
     keep_unread(inner, &conversation, &running).await;
     ended
+}
+
+/// How long a journaled turn waits for a turn left half-done in its
+/// conversation (see [`HistoryStore::started_in`](crate::history::HistoryStore::started_in))
+/// before it runs anyway: a stopped replica's turn is recovered within
+/// a minute, then runs as long as a turn may.
+const WAIT_FOR_INTERRUPTED: Duration = Duration::from_secs(15 * 60);
+
+/// Whether the turn answering journaled message `own` must wait for
+/// another turn left half-done in `conversation` (its user message
+/// stored, no answer: a stopped process's, being recovered), and how long
+/// to pause before looking again; `None` to run now. `waited` is when the
+/// turn began waiting.
+async fn after_interrupted(
+    inner: &Inner,
+    conversation: &str,
+    own: Option<&str>,
+    waited: &mut Option<Instant>,
+) -> Option<Duration> {
+    let interrupted = match inner.history.started_in(conversation).await {
+        Ok(mut started) => {
+            started.retain(|id| Some(id.as_str()) != own);
+            if started.is_empty() {
+                return None;
+            }
+            started
+        }
+        Err(error) => {
+            tracing::warn!(%conversation, error = %error.chain(), "could not ask the journal for interrupted turns; running the turn");
+            return None;
+        }
+    };
+    let since = *waited.get_or_insert_with(|| {
+        tracing::info!(%conversation, turns = ?interrupted, "waiting for an interrupted turn of the conversation to be recovered first");
+        Instant::now()
+    });
+    if since.elapsed() > WAIT_FOR_INTERRUPTED {
+        tracing::warn!(%conversation, turns = ?interrupted, "an interrupted turn was not recovered in 15 minutes; running the next one beside it");
+        return None;
+    }
+    Some(Duration::from_millis(250))
 }
 
 /// How a turn starts: with the user's message, with decisions on the

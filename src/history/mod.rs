@@ -435,6 +435,25 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
         })
     }
 
+    /// The ids of journaled messages whose turns in `conversation` started
+    /// and are not answered. Beside the running turn's own, these are turns
+    /// a stopped process left half-done (the user's message stored, no
+    /// answer), or that a replica is recovering: another turn must not run
+    /// beside them, or it would answer the wrong message. A journaled turn
+    /// holding the conversation's [`lock_turn`](Self::lock_turn) waits
+    /// until there are none but its own. By default, none: one process
+    /// uses the store, and it recovers such turns before new ones.
+    ///
+    /// # Errors
+    /// When the store fails.
+    fn started_in<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, HistoryError>> {
+        let _ = conversation;
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
     /// Takes the conversation's turn lock across processes, for stores that
     /// several processes share (replicas on one PostgreSQL): the agent
     /// takes it after its own, in-process lock, before a turn loads the

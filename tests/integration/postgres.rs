@@ -417,6 +417,15 @@ async fn a_replica_claims_the_messages_of_one_that_stopped_and_no_others() {
             .await
             .unwrap()
     );
+    let started = Mark::Started {
+        conversation: "c".into(),
+    };
+    first.mark("t:3", &started).await.unwrap();
+    // A turn started and not answered: a new turn in its conversation
+    // waits for it, in any replica.
+    assert_eq!(second.started_in("c").await.unwrap(), ["t:3"]);
+    assert_eq!(first.started_in("c").await.unwrap(), ["t:3"]);
+    assert!(second.started_in("other").await.unwrap().is_empty());
     // Both run: neither takes the other's messages.
     assert!(second.claim_unfinished().await.unwrap().is_empty());
     assert!(first.claim_unfinished().await.unwrap().is_empty());

@@ -9,6 +9,8 @@
 //! - `channel`: the `Channel` impl, handing each call to the modules below;
 //! - `updates`: long polling: the token checked, each update turned into a
 //!   turn, a button press or nothing;
+//! - `webhook`: webhook mode: the endpoint Telegram posts updates to, for
+//!   several replicas behind a load balancer;
 //! - `files`: a message's photos and files: images downloaded for the model,
 //!   the rest named for the user;
 //! - `confirm`: ✅ / ❌ questions, asked and answered;
@@ -29,6 +31,7 @@ pub mod markdown;
 mod menu;
 mod place;
 mod updates;
+mod webhook;
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
@@ -38,6 +41,7 @@ use std::time::Duration;
 use ferrobot::bot::{ChannelError, LatestMenu, Questions};
 use teloxide::Bot;
 use tokio::sync::watch;
+use url::Url;
 
 /// What to do when Telegram refuses the token.
 const UNAUTHORIZED: &str = "Telegram refused the bot token: check telegram.token (or FERROBOT_TELEGRAM__TOKEN) against @BotFather's /mybots, then restart";
@@ -47,7 +51,7 @@ const MESSAGE_LIMIT: usize = 4096;
 
 const REFUSAL: &str = "Sorry, this is a private bot: it only answers the people its owner allows.";
 
-/// Telegram as a [`Channel`]: long polling, replies streamed by editing a
+/// Telegram as a [`Channel`]: long polling or a webhook, replies streamed by editing a
 /// message, ✅ / ❌ buttons for confirmations, MarkdownV2 with a plain-text
 /// fallback, and an allow-list of user ids.
 ///
@@ -73,6 +77,8 @@ struct Inner {
     menu: LatestMenu,
     can_set_menu: AtomicBool,
     connected: watch::Sender<bool>,
+    /// Webhook mode's endpoint; `None` polls.
+    webhook: Option<webhook::Webhook>,
 }
 
 impl std::fmt::Debug for Telegram {
@@ -93,12 +99,33 @@ impl Telegram {
     /// # Errors
     /// When `telegram.api_url` isn't a URL.
     pub fn new(settings: &TelegramConfig, token: &str) -> Result<Self, Error> {
-        let api_url = url::Url::parse(&settings.api_url).map_err(|e| {
+        let api_url = Url::parse(&settings.api_url).map_err(|e| {
             Error::Config(format!(
                 "telegram.api_url `{}` is not a URL ({e}); by default it is https://api.telegram.org",
                 settings.api_url
             ))
         })?;
+        let webhook = match &settings.webhook_url {
+            None => None,
+            Some(url) => Some(webhook::Webhook {
+                url: Url::parse(url).map_err(|e| {
+                    Error::Config(format!("telegram.webhook_url `{url}` is not a URL ({e})"))
+                })?,
+                listen: settings.webhook_listen.parse().map_err(|e| {
+                    Error::Config(format!(
+                        "telegram.webhook_listen `{}` is not an address and port ({e})",
+                        settings.webhook_listen
+                    ))
+                })?,
+                secret: settings
+                    .webhook_secret
+                    .as_ref()
+                    .map(|secret| secret.expose().to_owned())
+                    .ok_or_else(|| {
+                        Error::Config("telegram.webhook_url needs telegram.webhook_secret".into())
+                    })?,
+            }),
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 bot: Bot::new(token).set_api_url(api_url),
@@ -111,11 +138,13 @@ impl Telegram {
                 menu: LatestMenu::default(),
                 can_set_menu: AtomicBool::new(false),
                 connected: watch::Sender::new(false),
+                webhook,
             }),
         })
     }
 
-    /// Waits until the bot has checked its token and is polling.
+    /// Waits until the bot has checked its token and is polling (or its
+    /// webhook is set).
     pub async fn connected(&self) {
         let mut connected = self.inner.connected.subscribe();
         let _ = connected.wait_for(|up| *up).await;

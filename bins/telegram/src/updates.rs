@@ -1,5 +1,5 @@
 //! Long polling: `Telegram::receive` checks the token, sets the menu and
-//! fetches updates, acknowledging each batch (the next `getUpdates`'
+//! (unless a webhook is configured, see `webhook`) fetches updates, acknowledging each batch (the next `getUpdates`'
 //! offset) only once its messages are journaled; `Inner::take` turns each
 //! update into a turn, a button press or nothing, reading a message
 //! teloxide's types refuse from its JSON (`Said`), and joins the photos of
@@ -29,7 +29,7 @@ const POLL_WAIT: Duration = Duration::from_secs(10);
 
 /// How long a batch ending in a photo of an album waits for the album's
 /// other photos; Telegram sends them together, one update each.
-const ALBUM_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const ALBUM_WAIT: Duration = Duration::from_secs(1);
 
 /// How many times in a row Telegram may say another program polls with
 /// the token before the bot stops: once can be the previous process's
@@ -53,6 +53,9 @@ impl Telegram {
         inner.can_set_menu.store(true, Ordering::SeqCst);
         inner.set_menu().await;
         tracing::info!(bot = %name, "connected to Telegram");
+        if let Some(webhook) = &inner.webhook {
+            return self.serve_webhook(webhook, handler).await;
+        }
         // Polling and a webhook exclude each other.
         if let Err(error) = inner.bot.delete_webhook().send().await {
             tracing::warn!(error = %inner.redact(&error), "could not remove the bot's webhook");
@@ -136,12 +139,7 @@ impl Inner {
     /// album: the album's other photos may follow in the next updates.
     /// Nothing is acknowledged meanwhile (same offset).
     async fn with_whole_albums(&self, offset: i32, updates: Vec<Update>) -> Vec<Update> {
-        let ends_in_album = updates.last().is_some_and(|update| match &update.kind {
-            UpdateKind::Message(message) => message.media_group_id().is_some(),
-            UpdateKind::Error(raw) => raw.pointer("/message/media_group_id").is_some(),
-            _ => false,
-        });
-        if !ends_in_album {
+        if updates.last().and_then(album_of).is_none() {
             return updates;
         }
         tokio::time::sleep(ALBUM_WAIT).await;
@@ -154,7 +152,7 @@ impl Inner {
     /// Turns a batch of updates into turns, button presses or nothing;
     /// returns once every message in it is journaled. The photos of an
     /// album (one update each) are one message.
-    async fn take(self: &Arc<Self>, updates: Vec<Update>, handler: &Handler) {
+    pub(crate) async fn take(self: &Arc<Self>, updates: Vec<Update>, handler: &Handler) {
         let mut said: Vec<Said> = Vec::new();
         for update in updates {
             let one = match update.kind {
@@ -367,5 +365,17 @@ impl Said {
         }
         self.files.images.extend(next.files.images);
         self.files.unread.extend(next.files.unread);
+    }
+}
+
+/// The album (media group) a message update's photo belongs to, if any.
+pub(crate) fn album_of(update: &Update) -> Option<String> {
+    match &update.kind {
+        UpdateKind::Message(message) => message.media_group_id().map(|id| id.0.clone()),
+        UpdateKind::Error(raw) => raw
+            .pointer("/message/media_group_id")
+            .and_then(|id| id.as_str())
+            .map(str::to_owned),
+        _ => None,
     }
 }

@@ -133,9 +133,11 @@ CREATE TABLE turn_leases (
 ";
 
 /// Version 2: which replica journaled each entry (`owner`), and when each
-/// replica last said it runs (see [`replica`]).
+/// replica last said it runs (see [`replica`]); the started turns of a
+/// conversation found at once (`started_in`).
 const V2_REPLICAS: &str = "
 ALTER TABLE journal ADD COLUMN owner TEXT;
+CREATE INDEX journal_started ON journal (conversation) WHERE stage = 'started';
 CREATE TABLE replicas (
     id TEXT PRIMARY KEY,
     seen_at TIMESTAMPTZ NOT NULL
@@ -1633,6 +1635,24 @@ impl HistoryStore for PostgresHistory {
 
     fn claim_unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
         self.run(replica::claim(self))
+    }
+
+    fn started_in<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, HistoryError>> {
+        self.run(async move {
+            let rows = self
+                .query(
+                    "SELECT id FROM journal WHERE conversation = $1 AND stage = 'started'",
+                    &[&conversation],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<Result<_, _>>()?)
+        })
     }
 
     fn mark<'a>(&'a self, id: &'a str, mark: &'a Mark) -> BoxFuture<'a, Result<(), HistoryError>> {

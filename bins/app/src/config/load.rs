@@ -250,6 +250,7 @@ impl Config {
             )));
         }
         self.mcp.validate()?;
+        self.telegram.validate_webhook()?;
         if self.history.url.is_some() {
             if self.history.path.is_some() {
                 return Err(ConfigError::Invalid(

@@ -309,6 +309,24 @@ pub struct TelegramConfig {
     /// Milliseconds between edits of a reply being written. By default,
     /// 1,500 (Telegram limits how often a bot may edit).
     pub edit_interval_ms: u64,
+    /// The public HTTPS URL Telegram posts updates to, e.g.
+    /// `https://bot.example.com/telegram`: set, the bot takes updates by
+    /// webhook instead of polling, and any number of replicas sharing a
+    /// `[history] url` may serve it behind a load balancer. Unset (the
+    /// default): long polling, one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_url: Option<String>,
+    /// Where the webhook endpoint listens (the load balancer or reverse
+    /// proxy forwards `webhook_url` to it, same path). By default,
+    /// `127.0.0.1:8080`.
+    pub webhook_listen: String,
+    /// The secret Telegram sends with each webhook request
+    /// (`X-Telegram-Bot-Api-Secret-Token`); requests without it are
+    /// refused. Required with `webhook_url`, the same on every replica:
+    /// 1 to 256 letters, digits, `_` or `-`. Prefer the environment
+    /// (`FERROBOT_TELEGRAM__WEBHOOK_SECRET`). Never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<Secret>,
 }
 
 impl fmt::Debug for TelegramConfig {
@@ -318,6 +336,47 @@ impl fmt::Debug for TelegramConfig {
             .field("api_url", &self.api_url)
             .field("allowed_user_ids", &self.allowed_user_ids)
             .finish_non_exhaustive()
+    }
+}
+
+impl TelegramConfig {
+    /// With `webhook_url`: an http(s) URL, a secret Telegram accepts, and
+    /// an address to listen on.
+    fn validate_webhook(&self) -> Result<(), ConfigError> {
+        let Some(url) = &self.webhook_url else {
+            return Ok(());
+        };
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(ConfigError::Invalid(format!(
+                "`telegram.webhook_url` is `{url}`; give the public HTTPS URL Telegram posts updates to, e.g. https://bot.example.com/telegram"
+            )));
+        }
+        let good = |secret: &str| {
+            (1..=256).contains(&secret.len())
+                && secret
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        };
+        match &self.webhook_secret {
+            None => {
+                return Err(ConfigError::Invalid(
+                    "`telegram.webhook_url` is set but `telegram.webhook_secret` is not: give every replica the same secret of 1 to 256 letters, digits, `_` or `-` (FERROBOT_TELEGRAM__WEBHOOK_SECRET), e.g. from `openssl rand -hex 32`".into(),
+                ));
+            }
+            Some(secret) if !good(secret.expose()) => {
+                return Err(ConfigError::Invalid(
+                    "`telegram.webhook_secret` must be 1 to 256 letters, digits, `_` or `-` (Telegram refuses others), e.g. from `openssl rand -hex 32`".into(),
+                ));
+            }
+            Some(_) => {}
+        }
+        if self.webhook_listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError::Invalid(format!(
+                "`telegram.webhook_listen` is `{}`; give an address and port to listen on, e.g. 127.0.0.1:8080 (or 0.0.0.0:8080 for a load balancer on another host)",
+                self.webhook_listen
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -403,6 +462,9 @@ impl Default for Config {
                 notify_chat_id: None,
                 confirm_timeout_secs: 300,
                 edit_interval_ms: 1500,
+                webhook_url: None,
+                webhook_listen: "127.0.0.1:8080".into(),
+                webhook_secret: None,
             },
             discord: DiscordConfig {
                 token: None,

@@ -2,15 +2,21 @@
 //! across 20 chats arrive, restarted each time, against a Bot API that
 //! sends unacknowledged updates again (as the real one does). Every
 //! message gets exactly one final answer, at most one draft per crash is
-//! left over, and the history holds each turn once.
+//! left over, and the history holds each turn once: with the SQLite file,
+//! and with a PostgreSQL database (where a killed process's messages are
+//! claimed once it counts as stopped, 30 s after its last beat).
+//!
+//! The checks (`answered_once`, `each_turn_once`) and the echoing model
+//! serve the scale-out tests too (`scale`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use ferrobot::history::{HistoryStore, SqliteHistory};
+use ferrobot::history::{HistoryStore, PostgresHistory, SqliteHistory};
 use ferrobot::message::Role;
 use ferrobot::testing::OpenAiStream;
 use ferrobot_testkit::Home;
+use ferrobot_testkit::postgres::Database;
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -22,11 +28,11 @@ const MESSAGES: usize = 200;
 
 /// A model answering `re: TEXT` to the last user message, after a moment:
 /// kills land while turns run.
-async fn echo_model() -> MockServer {
+pub(crate) async fn echo_model(delay: Duration) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(|request: &Request| {
+        .respond_with(move |request: &Request| {
             let body: Value = serde_json::from_slice(&request.body).unwrap();
             let last = body["messages"]
                 .as_array()
@@ -39,7 +45,7 @@ async fn echo_model() -> MockServer {
             let answer = OpenAiStream::new().text(&format!("re: {last}")).into_sse();
             ResponseTemplate::new(200)
                 .set_body_raw(answer, "text/event-stream")
-                .set_delay(Duration::from_millis(80))
+                .set_delay(delay)
         })
         .mount(&server)
         .await;
@@ -48,10 +54,10 @@ async fn echo_model() -> MockServer {
 
 /// A small, seeded random source (xorshift): the seed is printed, so a
 /// failing run can be repeated.
-struct Dice(u64);
+pub(crate) struct Dice(pub(crate) u64);
 
 impl Dice {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -61,7 +67,7 @@ impl Dice {
 
 /// The last text of each message the bot posted, and whether it was
 /// finished (MarkdownV2) or a draft (plain), in the order first posted.
-fn shown(api: &FakeBotApi) -> Vec<(String, bool)> {
+pub(crate) fn shown(api: &FakeBotApi) -> Vec<(i64, String, bool)> {
     let state = api.0.lock().unwrap();
     let mut order = Vec::new();
     let mut last: HashMap<(i64, i64), (String, bool)> = HashMap::new();
@@ -88,16 +94,171 @@ fn shown(api: &FakeBotApi) -> Vec<(String, bool)> {
     }
     order
         .into_iter()
-        .map(|key| last.remove(&key).unwrap())
+        .map(|key| {
+            let (text, done) = last.remove(&key).unwrap();
+            (key.0, text, done)
+        })
         .collect()
+}
+
+/// A seed from the clock, printed so that a failing run can be repeated.
+pub(crate) fn seed() -> u64 {
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    println!("seed {seed}");
+    seed
+}
+
+/// How many of `m0` … `m{messages - 1}` have their final answer shown.
+pub(crate) fn answered(shown: &[(i64, String, bool)], messages: usize) -> usize {
+    (0..messages)
+        .filter(|i| {
+            shown
+                .iter()
+                .any(|(_, t, done)| *done && *t == format!("re: m{i}"))
+        })
+        .count()
+}
+
+/// Waits (up to `limit`) until every message's answer is shown, then a
+/// moment more for what is still in flight.
+pub(crate) async fn wait_answered(api: &FakeBotApi, messages: usize, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    let waited = Instant::now();
+    while answered(&shown(api), messages) < messages && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!("all answered {:?} after the last message", waited.elapsed());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+}
+
+/// The guarantee, as the chats show it: each message has exactly one
+/// final answer, nothing else was posted, and a chat holds at most one
+/// unfinished draft per kill (one posted just before it), `most_drafts`
+/// in all.
+pub(crate) fn answered_once(
+    api: &FakeBotApi,
+    messages: usize,
+    kills: usize,
+    most_drafts: usize,
+    about: &str,
+) {
+    let shown = shown(api);
+    println!("{kills} kills, {} messages shown", shown.len());
+    let odd: Vec<_> = shown
+        .iter()
+        .filter(|(_, t, _)| !t.starts_with("re: m"))
+        .collect();
+    assert!(
+        odd.is_empty(),
+        "shown beside the answers ({about}): {odd:?}"
+    );
+    for i in 0..messages {
+        let answer = format!("re: m{i}");
+        let finals = shown
+            .iter()
+            .filter(|(_, t, done)| *done && *t == answer)
+            .count();
+        if finals != 1 {
+            // What the bot sent, to see how it went.
+            let state = api.0.lock().unwrap();
+            let mut n = 0;
+            for (method, body, _) in &state.calls {
+                if method == "sendmessage" {
+                    n += 1;
+                }
+                if matches!(method.as_str(), "sendmessage" | "editmessagetext") {
+                    println!("{method} #{n} {body}");
+                }
+            }
+        }
+        assert_eq!(finals, 1, "m{i} has {finals} answers ({about})");
+    }
+    let mut strays: HashMap<i64, usize> = HashMap::new();
+    for (chat, _, done) in &shown {
+        if !done {
+            *strays.entry(*chat).or_default() += 1;
+        }
+    }
+    assert!(
+        strays.values().all(|n| *n <= kills) && strays.values().sum::<usize>() <= most_drafts,
+        "too many drafts left after {kills} kills ({about}): {strays:?}"
+    );
+}
+
+/// The history holds each turn once, in order: every message of `chats`
+/// once, each followed by its own answer (no turn interleaved with
+/// another), `messages` in all, and nothing left unfinished.
+pub(crate) async fn each_turn_once(
+    history: &dyn HistoryStore,
+    chats: std::ops::Range<i64>,
+    messages: usize,
+) {
+    let mut stored = 0;
+    for chat in chats {
+        let kept = history.load(&chat.to_string()).await.unwrap();
+        let asked: Vec<String> = kept
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.text())
+            .collect();
+        let mut unique = asked.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            asked.len(),
+            "a turn twice in chat {chat}: {asked:?}"
+        );
+        for (i, message) in kept.iter().enumerate() {
+            if message.role == Role::User {
+                let next = kept.get(i + 1).map(|m| m.text());
+                assert_eq!(
+                    next,
+                    Some(format!("re: {}", message.text())),
+                    "an orphaned or interleaved turn in chat {chat}"
+                );
+            }
+        }
+        stored += asked.len();
+    }
+    assert_eq!(stored, messages);
+    assert!(history.unfinished().await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_at_random_moments_the_bot_answers_every_message_exactly_once() {
-    let (api, server) = FakeBotApi::start().await;
-    let model = echo_model().await;
     let home = Home::new("telegram-crash");
-    let env = [
+    killed_at_random(&home, &[]).await;
+    let history = SqliteHistory::open(home.path().join("data/ferrobot/history.db"))
+        .await
+        .unwrap();
+    each_turn_once(&history, 5000..5000 + CHATS, MESSAGES).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_at_random_moments_on_postgresql_every_message_is_answered_exactly_once() {
+    let Some(db) = Database::new().await else {
+        return;
+    };
+    let home = Home::new("telegram-crash-postgres");
+    killed_at_random(&home, &[("FERROBOT_HISTORY__URL", db.url())]).await;
+    let history = PostgresHistory::connect(&db.url()).await.unwrap();
+    each_turn_once(&history, 5000..5000 + CHATS, MESSAGES).await;
+    drop(history);
+    db.remove().await;
+}
+
+/// Sends 200 messages across 20 chats to the binary, killing and
+/// restarting it at random moments, with `extra` settings; checks that
+/// each message was answered once.
+async fn killed_at_random(home: &Home, extra: &[(&str, String)]) {
+    let (api, server) = FakeBotApi::start().await;
+    let model = echo_model(Duration::from_millis(80)).await;
+    let mut env = vec![
         ("FERROBOT_TELEGRAM__TOKEN", TOKEN.to_owned()),
         ("FERROBOT_TELEGRAM__API_URL", server.uri()),
         ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
@@ -106,12 +267,8 @@ async fn killed_at_random_moments_the_bot_answers_every_message_exactly_once() {
         ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
         ("FERROBOT_LLM__MODEL", "test-model".into()),
     ];
-    let seed = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    println!("seed {seed}");
+    env.extend(extra.iter().cloned());
+    let seed = seed();
     let mut dice = Dice(seed);
     let mut bot = home.command(BIN, &env).spawn().unwrap();
     let mut kills = 0;
@@ -133,107 +290,13 @@ async fn killed_at_random_moments_the_bot_answers_every_message_exactly_once() {
             bot = home.command(BIN, &env).spawn().unwrap();
         }
     }
-    // Every message answered, within three minutes.
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let answered = |shown: &[(String, bool)]| {
-        (0..MESSAGES)
-            .filter(|i| {
-                shown
-                    .iter()
-                    .any(|(t, done)| *done && *t == format!("re: m{i}"))
-            })
-            .count()
-    };
-    let waited = Instant::now();
-    while answered(&shown(&api)) < MESSAGES && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    println!("all answered {:?} after the last message", waited.elapsed());
-    // Let anything still in flight land, then stop the bot for good.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every message answered, within three minutes (a PostgreSQL replica
+    // killed counts as stopped only after 30 s).
+    wait_answered(&api, MESSAGES, Duration::from_secs(180)).await;
     bot.start_kill().unwrap();
     let output = bot.wait_with_output().await.unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
-    let shown = shown(&api);
-    println!("{kills} kills, {} messages shown", shown.len());
-    let odd: Vec<_> = shown
-        .iter()
-        .filter(|(t, _)| !t.starts_with("re: m"))
-        .collect();
-    assert!(
-        odd.is_empty(),
-        "shown beside the answers (seed {seed}): {odd:?}"
-    );
-    for i in 0..MESSAGES {
-        let answer = format!("re: m{i}");
-        let finals = shown
-            .iter()
-            .filter(|(t, done)| *done && *t == answer)
-            .count();
-        if finals != 1 {
-            // What the bot sent, to see how it went.
-            let state = api.0.lock().unwrap();
-            let mut n = 0;
-            for (method, body, _) in &state.calls {
-                if method == "sendmessage" {
-                    n += 1;
-                }
-                if matches!(method.as_str(), "sendmessage" | "editmessagetext") {
-                    println!("{method} #{n} {body}");
-                }
-            }
-        }
-        assert_eq!(
-            finals, 1,
-            "m{i} has {finals} answers (seed {seed}); last log: {log}"
-        );
-    }
-    // Nothing else was finished; a draft left unfinished is one a crash
-    // cut off.
-    assert!(
-        shown
-            .iter()
-            .all(|(t, done)| !*done || t.starts_with("re: m")),
-        "{shown:?}"
-    );
-    let strays: Vec<_> = shown.iter().filter(|(_, done)| !*done).collect();
-    assert!(
-        strays.len() <= kills,
-        "{} strays after {kills} kills (seed {seed}): {strays:?}",
-        strays.len()
-    );
-    // The history holds each turn once: every message once, each answered.
-    let history = SqliteHistory::open(home.path().join("data/ferrobot/history.db"))
-        .await
-        .unwrap();
-    let mut stored = 0;
-    for chat in 5000..5000 + CHATS {
-        let messages = history.load(&chat.to_string()).await.unwrap();
-        let asked: Vec<String> = messages
-            .iter()
-            .filter(|m| m.role == Role::User)
-            .map(|m| m.text())
-            .collect();
-        let mut unique = asked.clone();
-        unique.sort();
-        unique.dedup();
-        assert_eq!(
-            unique.len(),
-            asked.len(),
-            "a turn twice in chat {chat}: {asked:?}"
-        );
-        for (i, message) in messages.iter().enumerate() {
-            if message.role == Role::User {
-                let next = messages.get(i + 1).map(|m| m.text());
-                assert_eq!(
-                    next,
-                    Some(format!("re: {}", message.text())),
-                    "an orphaned turn in chat {chat}"
-                );
-            }
-        }
-        stored += asked.len();
-    }
-    assert_eq!(stored, MESSAGES);
-    assert!(history.unfinished().await.unwrap().is_empty());
+    // At most one draft left per crash, as the guarantee says.
+    let about = format!("seed {seed}; last log: {log}");
+    answered_once(&api, MESSAGES, kills, kills, &about);
 }

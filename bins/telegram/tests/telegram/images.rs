@@ -14,7 +14,7 @@ use crate::support::{ANN, FakeBotApi, start};
 /// The first bytes of a JPEG file.
 pub(crate) const JPEG: &[u8] = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01";
 /// The first bytes of a PNG file.
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR";
+pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR";
 const MB: u64 = 1024 * 1024;
 
 /// A photo's sizes as Telegram sends them: (file id, width, bytes).
@@ -34,7 +34,7 @@ fn document(id: &str, name: &str, mime: &str, size: u64) -> Value {
 }
 
 /// The user's message of each request the model got: its text and images.
-fn asked(model: &MockProvider) -> Vec<(String, Vec<Image>)> {
+pub(crate) fn asked(model: &MockProvider) -> Vec<(String, Vec<Image>)> {
     model
         .requests()
         .iter()

@@ -33,3 +33,7 @@ mod corpus;
 mod binary;
 // The binary killed at random moments: every message answered exactly once.
 mod crash;
+// Replicas on one PostgreSQL database behind a webhook, one killed mid-run.
+mod scale;
+// Webhook mode: the secret checked, each update answered once, albums gathered.
+mod webhook;

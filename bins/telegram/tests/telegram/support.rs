@@ -3,6 +3,7 @@
 //! agent on Telegram pointed at the fake.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use ferrobot_app::{Config, ConfigSource};
 use ferrobot_telegram::Telegram;
 use ferrobot_testkit::eventually;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wiremock::matchers::path_regex;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -50,7 +52,9 @@ impl Respond for FakeBotApi {
             .next()
             .unwrap_or_default()
             .to_lowercase();
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        // A multipart body (`setWebhook`, uploads) is kept as its text.
+        let body: Value = serde_json::from_slice(&request.body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&request.body).into_owned()));
         let mut state = self.0.lock().unwrap();
         if method == "getupdates" {
             // As the real API: an offset confirms the updates before it,
@@ -381,4 +385,37 @@ pub(crate) fn start_with(
     tokio::spawn(async move {
         serve(agent, channel).await.unwrap();
     })
+}
+
+/// A port free a moment ago.
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Posts `body` to the webhook at `path` on local `port`, with `secret`
+/// in Telegram's header; the response's status, `None` when the replica can't be reached.
+/// (HTTP/1.1 by hand: one request per connection, as short as it gets.)
+pub(crate) async fn post(port: u16, path: &str, secret: Option<&str>, body: &[u8]) -> Option<u16> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    let secret = secret
+        .map(|s| format!("X-Telegram-Bot-Api-Secret-Token: {s}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{secret}\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.ok()?;
+    stream.write_all(body).await.ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.ok()?;
+    // `HTTP/1.1 200 OK`
+    let status = String::from_utf8_lossy(response.get(9..12)?).into_owned();
+    status.parse().ok()
 }
