@@ -156,6 +156,21 @@ pub(crate) enum HistoryAction {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
+    /// Write every conversation (images and "always" approvals included),
+    /// schedule and later message as JSON Lines, to move them to another
+    /// store with `import` (e.g. from the SQLite file to a PostgreSQL
+    /// database). Stop the bots first: the journal is not carried.
+    Export {
+        /// The file to write; by default, standard output.
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Read an `export` into the configured store. Conversations it already
+    /// holds are left as they are (so importing twice adds nothing).
+    Import {
+        /// The file `export` wrote; `-` for standard input.
+        file: std::path::PathBuf,
+    },
 }
 
 pub(crate) fn conversation_id(args: &ConversationArgs) -> String {

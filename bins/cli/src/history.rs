@@ -3,9 +3,11 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use ferrobot_app::LoadedConfig;
 
 use crate::args::HistoryAction;
+use crate::transfer;
 
 /// A stored message as `history show` prints it: who, then what, tool
 /// calls and results on lines of their own (results cut at 200 characters).
@@ -69,6 +71,49 @@ pub(crate) async fn history(
                 for line in shown(message) {
                     out!("#{index}\t{line}");
                 }
+            }
+        }
+        HistoryAction::Export { output } => {
+            let counts = match &output {
+                Some(path) => {
+                    let file = std::fs::File::create(path)
+                        .with_context(|| format!("creating {}", path.display()))?;
+                    let mut out = std::io::BufWriter::new(file);
+                    transfer::export(store.as_ref(), &mut out).await?
+                }
+                None => transfer::export(store.as_ref(), &mut std::io::stdout().lock()).await?,
+            };
+            // The data goes to standard output: the summary to the side.
+            eprintln!(
+                "exported {} conversations ({} messages), {} schedules, {} later messages from the {}",
+                counts.conversations,
+                counts.messages,
+                counts.schedules,
+                counts.later,
+                loaded.history_place()
+            );
+        }
+        HistoryAction::Import { file } => {
+            let counts = if file.as_os_str() == "-" {
+                transfer::import(store.as_ref(), std::io::stdin().lock()).await?
+            } else {
+                let opened = std::fs::File::open(&file)
+                    .with_context(|| format!("opening {}", file.display()))?;
+                transfer::import(store.as_ref(), std::io::BufReader::new(opened)).await?
+            };
+            out!(
+                "imported {} conversations ({} messages), {} schedules, {} later messages into the {}",
+                counts.conversations,
+                counts.messages,
+                counts.schedules,
+                counts.later,
+                loaded.history_place()
+            );
+            if !counts.skipped.is_empty() {
+                out!(
+                    "left as they were, already there: {} (and the file's schedules and later messages, which would run twice)",
+                    counts.skipped.join(", ")
+                );
             }
         }
         HistoryAction::Search { query, limit } => {

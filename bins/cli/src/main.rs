@@ -11,7 +11,8 @@
 //! - `turn`: one turn printed as it streams (`run`, and each chat line);
 //! - `commands`: `tools`, `enable`, `disable`, `doctor`, `config check`;
 //! - `mcp`: `mcp list`, and the MCP servers' part of `doctor`;
-//! - `history`: `history list`, `show` and `search`;
+//! - `history`: `history list`, `show`, `search`, `export` and `import`;
+//! - `transfer`: the JSON Lines `export` writes and `import` reads;
 //! - `permissions`: `permissions` and `permissions test`;
 //! - `logs`: logs and traces, beside the history;
 //! - `render`: Markdown, the spinner and reasoning in a terminal.
@@ -38,6 +39,7 @@ mod logs;
 mod mcp;
 mod permissions;
 mod render;
+mod transfer;
 mod turn;
 
 use crate::args::{Cli, Command, ConfigAction, McpAction};

@@ -1511,3 +1511,129 @@ async fn a_run_killed_mid_turn_is_finished_by_the_next_run_in_its_conversation()
         stderr(&third)
     );
 }
+
+#[tokio::test]
+async fn history_export_and_import_move_the_file_to_postgresql_once() {
+    use ferrobot::history::{HistoryStore, LaterMessage, PostgresHistory, SqliteHistory};
+    use ferrobot::policy::{Approval, Scope};
+    use ferrobot::{Image, Message, Part, Role};
+
+    let Some(db) = ferrobot_testkit::postgres::Database::new().await else {
+        return;
+    };
+    let home = Home::new("cli-transfer");
+    // A conversation with an image, an approval and a later message, in
+    // the SQLite file the CLI uses by default.
+    let png = Image::png(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR".to_vec());
+    let file = SqliteHistory::open(home.path().join("data/ferrobot/history.db"))
+        .await
+        .unwrap();
+    let asked = Message::new(
+        Role::User,
+        vec![Part::text("what is this?"), Part::image(png)],
+    );
+    file.append("ops", &[asked, Message::assistant("A tiny PNG.")])
+        .await
+        .unwrap();
+    file.append("cli", &[Message::user("hello")]).await.unwrap();
+    let approval = Approval::new("disk_usage", Scope::Tool).by("ann");
+    file.add_approval("ops", &approval).await.unwrap();
+    let later = LaterMessage::new("ops", "Rebooting now.", std::time::SystemTime::now());
+    file.add_later_message(&later).await.unwrap();
+
+    let dump = home.path().join("history.jsonl");
+    let exported = ferrobot(&home, &["history", "export", "-o", dump.to_str().unwrap()]);
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    assert!(
+        stderr(&exported)
+            .contains("exported 2 conversations (3 messages), 0 schedules, 1 later messages"),
+        "{}",
+        stderr(&exported)
+    );
+
+    let to_db = [("FERROBOT_HISTORY__URL", db.url())];
+    let dump = dump.to_str().unwrap();
+    let imported = ferrobot_with_env(&home, &["history", "import", dump], &to_db);
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    assert!(
+        stdout(&imported).contains("imported 2 conversations (3 messages), 0 schedules, 1 later messages into the history database: postgres://"),
+        "{}",
+        stdout(&imported)
+    );
+    assert!(!stdout(&imported).contains(&password_of(&db.url())));
+
+    let database = PostgresHistory::connect(&db.url()).await.unwrap();
+    for conversation in ["ops", "cli"] {
+        let (there, here) = (
+            database.load(conversation).await.unwrap(),
+            file.load(conversation).await.unwrap(),
+        );
+        let texts = |m: &[Message]| m.iter().map(Message::text).collect::<Vec<_>>();
+        assert_eq!(texts(&there), texts(&here));
+    }
+    let image = database.load("ops").await.unwrap()[0]
+        .images()
+        .next()
+        .cloned()
+        .unwrap();
+    let Image::Stored { id, .. } = image else {
+        panic!("not stored apart: {image:?}")
+    };
+    assert_eq!(
+        database.load_image(&id).await.unwrap(),
+        Image::png(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR".to_vec())
+    );
+    assert_eq!(database.approvals("ops").await.unwrap(), [approval]);
+    let far = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    let pending = database.due_later_messages(far).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].text, "Rebooting now.");
+
+    // Twice: nothing added, and it says so.
+    let again = ferrobot_with_env(&home, &["history", "import", dump], &to_db);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("imported 0 conversations"),
+        "{}",
+        stdout(&again)
+    );
+    assert!(
+        stdout(&again).contains("already there: ops, cli"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(database.load("ops").await.unwrap().len(), 2);
+    assert_eq!(database.due_later_messages(far).await.unwrap().len(), 1);
+
+    // The CLI reads the database it is configured with.
+    let listed = ferrobot_with_env(&home, &["history", "list"], &to_db);
+    assert!(
+        stdout(&listed).contains("ops\t2 messages"),
+        "{}",
+        stdout(&listed)
+    );
+
+    // Not an export: refused, naming the line.
+    std::fs::write(
+        home.path().join("bad.jsonl"),
+        "{\"kind\":\"conversation\"}\n",
+    )
+    .unwrap();
+    let bad_path = home.path().join("bad.jsonl");
+    let bad = ferrobot_with_env(
+        &home,
+        &["history", "import", bad_path.to_str().unwrap()],
+        &to_db,
+    );
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("line 1"), "{}", stderr(&bad));
+    drop(database);
+    db.remove().await;
+}
+
+/// The password in a `postgres://user:password@…` URL.
+fn password_of(url: &str) -> String {
+    let rest = url.split_once("://").unwrap().1;
+    let info = rest.split_once('@').unwrap().0;
+    info.split_once(':').unwrap().1.to_owned()
+}

@@ -170,7 +170,7 @@ async fn two_replicas_one_killed_answer_every_message_once_without_interleaving(
 #[ignore = "a benchmark: run with --ignored --nocapture, in a release build for figures"]
 async fn turns_per_second_with_1_2_and_4_replicas() {
     const CHATS: i64 = 50;
-    const MESSAGES: usize = 600;
+    const MESSAGES: usize = 2000;
     let mut figures = Vec::new();
     for count in [1, 2, 4] {
         let Some(db) = Database::new().await else {
