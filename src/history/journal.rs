@@ -177,6 +177,7 @@ impl Mark {
 /// an entry it journals is its own until [`claim_unfinished`](super::HistoryStore::claim_unfinished)
 /// gives it to another. The process id (for people reading the table) and
 /// a random part (process ids are reused, and repeat across machines).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn new_owner() -> String {
     use std::hash::{BuildHasher, Hasher};
     let random = std::collections::hash_map::RandomState::new()

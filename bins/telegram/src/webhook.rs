@@ -44,10 +44,12 @@ pub(crate) struct Webhook {
 struct Endpoint {
     inner: Arc<Inner>,
     handler: Handler,
-    /// The albums being gathered: their photos so far, and `true` once
-    /// they are journaled.
-    albums: Arc<Mutex<HashMap<String, (Vec<Update>, watch::Receiver<bool>)>>>,
+    /// The albums being gathered, by their id.
+    albums: Arc<Mutex<HashMap<String, Album>>>,
 }
+
+/// An album's photos so far, and `true` once they are journaled.
+type Album = (Vec<Update>, watch::Receiver<bool>);
 
 impl Telegram {
     /// Listens on `webhook.listen`, registers the webhook with Telegram,
