@@ -35,8 +35,10 @@ const SWEEP_EVERY: Duration = Duration::from_secs(10);
 /// messages of their chats.
 ///
 /// The guarantee, on a platform that edits messages (Telegram, Discord),
-/// with a store that keeps the journal (`SqliteHistory`): each journaled
-/// message gets one answer. The answer's first message is journaled as
+/// with a store that keeps the journal (`SqliteHistory`, or
+/// `PostgresHistory` shared by replicas, where what a stopped replica left
+/// is claimed by another within a minute): each journaled message gets
+/// one answer. The answer's first message is journaled as
 /// soon as it is posted, and recovery edits it rather than posting
 /// another, so at most one draft may be left over (one posted in the
 /// moment before the crash). The history holds each turn once: recovery
@@ -215,24 +217,21 @@ impl Handler {
                 tracing::warn!(error = %error.chain(), "could not forget old journaled messages");
             }
         }
-        let left = match history.claim_unfinished().await {
-            Ok(left) => {
-                tasks.spawn(Arc::clone(&self.shared).sweep());
-                left
-            }
+        let claimed = history.claim_unfinished().await;
+        if !matches!(claimed, Err(HistoryError::Unsupported { .. })) {
+            tasks.spawn(Arc::clone(&self.shared).sweep());
+        }
+        let left = match claimed {
             // A store that can't tell its own entries from others': what
             // it holds at start, no process is answering.
-            Err(HistoryError::Unsupported { .. }) => match history.unfinished().await {
-                Ok(left) => left,
-                Err(HistoryError::Unsupported { .. }) => return tasks,
-                Err(error) => {
-                    tracing::warn!(error = %error.chain(), "could not read the journal; turns a restart interrupted are not recovered");
-                    return tasks;
-                }
-            },
+            Err(HistoryError::Unsupported { .. }) => history.unfinished().await,
+            claimed => claimed,
+        };
+        let left = match left {
+            Ok(left) => left,
+            Err(HistoryError::Unsupported { .. }) => return tasks,
             Err(error) => {
                 tracing::warn!(error = %error.chain(), "could not read the journal; turns a restart interrupted are not recovered");
-                tasks.spawn(Arc::clone(&self.shared).sweep());
                 return tasks;
             }
         };

@@ -272,7 +272,7 @@ async fn an_older_schema_is_migrated_and_its_messages_become_searchable() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
 }
 
 /// A PNG-typed image of 300 bytes, whose base64 is easy to look for.

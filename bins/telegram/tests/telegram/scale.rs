@@ -98,20 +98,57 @@ fn update(id: usize, chat: i64, text: &str) -> Value {
     }})
 }
 
-/// Posts `update` to a live replica chosen with `pick`, again (to any)
-/// until one answers 200, as Telegram and a load balancer would.
-async fn deliver(live: &Mutex<Vec<u16>>, update: &Value, pick: u64) {
-    let body = serde_json::to_vec(update).unwrap();
-    for attempt in 0.. {
-        let port = {
-            let live = live.lock().await;
-            live[(pick as usize + attempt) % live.len()]
-        };
-        if post(port, "/telegram", Some(SECRET), &body).await == Some(200) {
-            return;
+/// Telegram and the load balancer in front of the replicas: each update
+/// posted to a live replica chosen at random, again (to any) until one
+/// answers 200; at most `at_once` in flight, as Telegram limits a
+/// webhook's connections.
+struct Balancer {
+    live: Arc<Mutex<Vec<u16>>>,
+    slots: Arc<Semaphore>,
+    posts: tokio::task::JoinSet<()>,
+}
+
+impl Balancer {
+    fn new(replicas: &[Replica], at_once: usize) -> Self {
+        Self {
+            live: Arc::new(Mutex::new(replicas.iter().map(|r| r.port).collect())),
+            slots: Arc::new(Semaphore::new(at_once)),
+            posts: tokio::task::JoinSet::new(),
         }
-        assert!(attempt < 600, "no replica took update {update}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    /// Stops sending to the replica on `port`.
+    async fn remove(&self, port: u16) {
+        self.live.lock().await.retain(|live| *live != port);
+    }
+
+    /// Sends `update`, starting with the replica `pick` chooses; returns
+    /// once it is in flight.
+    async fn send(&mut self, update: Value, pick: u64) {
+        let slot = Arc::clone(&self.slots).acquire_owned().await.unwrap();
+        let live = Arc::clone(&self.live);
+        self.posts.spawn(async move {
+            let body = serde_json::to_vec(&update).unwrap();
+            for attempt in 0.. {
+                let port = {
+                    let live = live.lock().await;
+                    live[(pick as usize + attempt) % live.len()]
+                };
+                if post(port, "/telegram", Some(SECRET), &body).await == Some(200) {
+                    break;
+                }
+                assert!(attempt < 600, "no replica took update {update}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            drop(slot);
+        });
+    }
+
+    /// Waits until every update was taken.
+    async fn finish(mut self) {
+        while let Some(posted) = self.posts.join_next().await {
+            posted.unwrap();
+        }
     }
 }
 
@@ -128,33 +165,24 @@ async fn two_replicas_one_killed_answer_every_message_once_without_interleaving(
         replica(0, &server, &model, &db.url()).await,
         replica(1, &server, &model, &db.url()).await,
     ];
-    let live: Arc<Mutex<Vec<u16>>> =
-        Arc::new(Mutex::new(replicas.iter().map(|r| r.port).collect()));
     let seed = seed();
     let mut dice = Dice(seed);
     // Telegram posts up to 40 updates at once to a webhook; 16 here.
-    let slots = Arc::new(Semaphore::new(16));
-    let mut posts = tokio::task::JoinSet::new();
+    let mut balancer = Balancer::new(&replicas, 16);
     let mut killed = None;
     for i in 0..MESSAGES {
         if i == MESSAGES * 2 / 5 {
             // Killed mid-run, updates in flight, and never back.
-            live.lock().await.retain(|port| *port != replicas[0].port);
+            balancer.remove(replicas[0].port).await;
             replicas[0].child.start_kill().unwrap();
             killed = Some(replicas.remove(0));
         }
         let chat = 7000 + dice.below(CHATS as u64) as i64;
-        let update = update(i + 1, chat, &format!("m{i}"));
-        let (live, pick) = (Arc::clone(&live), dice.below(1000));
-        let slot = Arc::clone(&slots).acquire_owned().await.unwrap();
-        posts.spawn(async move {
-            deliver(&live, &update, pick).await;
-            drop(slot);
-        });
+        balancer
+            .send(update(i + 1, chat, &format!("m{i}")), dice.below(1000))
+            .await;
     }
-    while let Some(posted) = posts.join_next().await {
-        posted.unwrap();
-    }
+    balancer.finish().await;
     // The killed replica's messages wait until it counts as stopped (30 s
     // after its last beat) and the other claims them (every 10 s).
     wait_answered(&api, MESSAGES, Duration::from_secs(180)).await;
@@ -182,25 +210,16 @@ async fn turns_per_second_with_1_2_and_4_replicas() {
         for n in 0..count {
             replicas.push(replica(n, &server, &model, &db.url()).await);
         }
-        let live: Arc<Mutex<Vec<u16>>> =
-            Arc::new(Mutex::new(replicas.iter().map(|r| r.port).collect()));
         let mut dice = Dice(seed());
-        let slots = Arc::new(Semaphore::new(40));
         let started = Instant::now();
-        let mut posts = tokio::task::JoinSet::new();
+        let mut balancer = Balancer::new(&replicas, 40);
         for i in 0..MESSAGES {
             let chat = 7000 + dice.below(CHATS as u64) as i64;
-            let update = update(i + 1, chat, &format!("m{i}"));
-            let (live, pick) = (Arc::clone(&live), dice.below(1000));
-            let slot = Arc::clone(&slots).acquire_owned().await.unwrap();
-            posts.spawn(async move {
-                deliver(&live, &update, pick).await;
-                drop(slot);
-            });
+            balancer
+                .send(update(i + 1, chat, &format!("m{i}")), dice.below(1000))
+                .await;
         }
-        while let Some(posted) = posts.join_next().await {
-            posted.unwrap();
-        }
+        balancer.finish().await;
         wait_answered(&api, MESSAGES, Duration::from_secs(300)).await;
         // `wait_answered` adds half a second for stragglers.
         let took = started.elapsed().saturating_sub(Duration::from_millis(500));
