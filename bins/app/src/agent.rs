@@ -56,7 +56,7 @@ impl LoadedConfig {
 
     /// The agent the config describes: its [`provider`](Self::provider),
     /// [`tools`](Self::tools) with the tool state file applied, the `[agent]`
-    /// settings, the `[[permissions.rules]]` ([`policy`](Self::policy)) and
+    /// settings, the `[context]` bounds ([`context_policy`](Self::context_policy)), the `[[permissions.rules]]` ([`policy`](Self::policy)) and
     /// the history `[history]` names ([`open_history`](Self::open_history)), and the [`scheduler`](Self::scheduler) as state
     /// (for `notify_later`; [`serve`](Self::serve) runs it and adds the
     /// schedule tools); it asks `confirm` before tools that want approval
@@ -72,11 +72,14 @@ impl LoadedConfig {
         notifier: impl Notifier,
     ) -> Result<Agent, ferrobot::BoxError> {
         let history = self.open_history().await?;
+        let provider = self.provider()?;
+        let context = self.context_policy(provider.as_ref()).await;
         let settings = &self.config.agent;
         let tools = self.tools()?;
         let delegate = self.delegate(&tools)?;
         let agent = Agent::builder()
-            .provider(self.provider()?)
+            .provider(provider)
+            .context(context)
             .tools(tools)
             .tools(delegate)
             .system_prompt(settings.system_prompt.clone())

@@ -7,6 +7,8 @@
 //!   environment, flags), its checks, and the provider `[llm]` describes.
 //! - [`agent`](mod@agent): the [`Agent`](ferrobot::Agent) a config describes
 //!   and a bot served from it ([`LoadedConfig::serve`]).
+//! - [`context`](mod@context): how much of a long conversation each turn
+//!   sends, from the model's context window.
 //! - [`history`]: the store `[history]` names, a SQLite file or a
 //!   PostgreSQL database.
 //! - [`mcp`](mod@mcp): the MCP servers of `[mcp.servers]`, started in the
@@ -22,6 +24,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod context;
 pub mod history;
 pub mod images;
 pub mod mcp;
@@ -32,10 +35,10 @@ pub mod tool_state;
 pub mod trace;
 
 pub use config::{
-    AgentConfig, Config, ConfigError, ConfigSource, DatabaseUrl, Dialect, DiscordConfig,
-    HistoryConfig, LlmConfig, LoadedConfig, McpConfig, McpServerConfig, PermissionsConfig,
-    ScheduleConfig, Secret, TelegramConfig, ToolsConfig, WhileBusyMode, user_config_file,
-    user_data_dir,
+    AgentConfig, Config, ConfigError, ConfigSource, ContextConfig, DatabaseUrl, Dialect,
+    DiscordConfig, HistoryConfig, LlmConfig, LoadedConfig, McpConfig, McpServerConfig,
+    PermissionsConfig, ScheduleConfig, Secret, TelegramConfig, ToolsConfig, WhileBusyMode,
+    user_config_file, user_data_dir,
 };
 pub use mcp::McpServers;
 pub use retry::{Retry, retry};

@@ -15,6 +15,9 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 fn command(home: &Home, env: &[(&str, String)]) -> Command {
     let mut command = home.std_command(env!("CARGO_BIN_EXE_ferrobot"), env);
     command.env_remove("FERROBOT_LOG");
+    // The tests count the model server's requests: the context window is
+    // not asked of it (`bins/app/tests/context.rs` tests that).
+    command.env("FERROBOT_CONTEXT__WINDOW", "32768");
     command
 }
 

@@ -251,6 +251,18 @@ impl Config {
         }
         self.mcp.validate()?;
         self.telegram.validate_webhook()?;
+        if self.context.window.is_some_and(|w| w < 1024) {
+            return Err(ConfigError::Invalid(format!(
+                "`context.window` is {}; a model's context window is at least 1024 tokens (often 8192 to 131072): give the one your server runs with, or leave it out to ask the server",
+                self.context.window.unwrap_or_default()
+            )));
+        }
+        if self.context.max_messages < 2 {
+            return Err(ConfigError::Invalid(format!(
+                "`context.max_messages` is {}; give at least 2 (a question and its answer), e.g. 200",
+                self.context.max_messages
+            )));
+        }
         if self.history.url.is_some() {
             if self.history.path.is_some() {
                 return Err(ConfigError::Invalid(

@@ -57,6 +57,39 @@ pub struct Config {
     /// MCP servers whose tools join the bots' own.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// How much of a long conversation each turn sends to the model.
+    #[serde(default)]
+    pub context: ContextConfig,
+}
+
+/// `[context]`: how much of a long conversation each turn sends, so that a
+/// chat that goes on for weeks never outgrows the model's context window
+/// (the history keeps everything; see `ferrobot_app::context`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ContextConfig {
+    /// The model's context window, in tokens. By default, what the model
+    /// server says (vLLM, llama.cpp, Ollama, LM Studio, `OpenRouter`,
+    /// Gemini), else 8,192.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u32>,
+    /// Send at most this many messages of a conversation. By default, 200.
+    pub max_messages: usize,
+    /// Summarise the older part of a conversation when it nears the window
+    /// (one extra model call; the summary is stored, the messages kept).
+    /// Off, the oldest messages are left out instead. By default, on.
+    pub compaction: bool,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            window: None,
+            max_messages: 200,
+            compaction: true,
+        }
+    }
 }
 
 /// `[schedule]`: scheduled prompts (the `schedule_prompt` tool, or
@@ -486,6 +519,7 @@ impl Default for Config {
                 agents: BTreeMap::new(),
             },
             mcp: McpConfig::default(),
+            context: ContextConfig::default(),
         }
     }
 }
