@@ -39,6 +39,7 @@ mod slash;
 mod sub;
 mod turn;
 mod undo;
+mod watch;
 
 use std::fmt;
 use std::pin::Pin;
@@ -63,6 +64,7 @@ pub use request::TurnRequest;
 pub use running::WhileBusy;
 pub use slash::parse_arguments;
 pub use sub::{AgentTool, SubAgentLimits};
+pub use watch::{TurnWatch, TurnWatcher};
 
 use self::lock::ConversationLocks;
 use self::running::RunningTurns;
@@ -122,6 +124,7 @@ pub(crate) struct Inner {
     confirm_timeout: Option<Duration>,
     locks: ConversationLocks,
     while_busy: WhileBusy,
+    watcher: Option<Arc<dyn TurnWatcher>>,
     running: RunningTurns,
     /// Exclusive tools take it for writing, all others for reading.
     exclusive: tokio::sync::RwLock<()>,
@@ -223,6 +226,10 @@ impl Agent {
         /// [`WhileBusy::Queue`]: it waits for that turn to end.
         #[builder(default)]
         while_busy: WhileBusy,
+        /// Told of every turn, its events and its end ([`TurnWatcher`]),
+        /// e.g. to write a trace of each. By default, none.
+        #[builder(with = |watcher: impl TurnWatcher| Arc::new(watcher) as Arc<dyn TurnWatcher>)]
+        watcher: Option<Arc<dyn TurnWatcher>>,
     ) -> Agent {
         check_state(&tools, &state);
         let registry = ToolRegistry::new();
@@ -252,6 +259,7 @@ impl Agent {
                 confirm_timeout,
                 locks: ConversationLocks::default(),
                 while_busy,
+                watcher,
                 running: RunningTurns::default(),
                 exclusive: tokio::sync::RwLock::new(()),
                 tasks: delegate::Tasks::default(),
@@ -280,14 +288,20 @@ impl Agent {
         request: impl Into<TurnRequest>,
     ) -> Result<Reply> {
         let cancel = CancellationToken::new();
-        turn::run(
-            &self.inner,
-            conversation.into(),
-            &request.into(),
-            &NoSink,
-            &cancel,
-        )
-        .await
+        let request = request.into();
+        let sink = NoSink {
+            watching: self.watch(conversation, &request),
+        };
+        let reply = turn::run(&self.inner, conversation.into(), &request, &sink, &cancel).await;
+        ended(sink.watching, reply.as_ref());
+        reply
+    }
+
+    /// The watch of a turn of `conversation` asked `request`, if the agent
+    /// has a watcher.
+    fn watch(&self, conversation: &str, request: &TurnRequest) -> Watching {
+        let watcher = self.inner.watcher.as_ref()?;
+        Some(std::sync::Mutex::new(watcher.start(conversation, request)))
     }
 
     /// Runs one turn whose answer is a `T`: the model is asked for it
@@ -387,21 +401,21 @@ impl Agent {
     pub fn stream(&self, conversation: &str, request: impl Into<TurnRequest>) -> TurnStream {
         let (tx, rx) = mpsc::channel(64);
         let cancel = CancellationToken::new();
+        let request = request.into();
         let sink = ChannelSink {
             tx,
             cancel: cancel.clone(),
+            watching: self.watch(conversation, &request),
         };
         let inner = Arc::clone(&self.inner);
         let conversation = Arc::<str>::from(conversation);
-        let request = request.into();
         let turn_cancel = cancel.clone();
         tokio::spawn(async move {
             let turn = turn::run(&inner, conversation, &request, &sink, &turn_cancel);
-            let end = match turn.await {
-                Ok(reply) => Ok(AgentEvent::Done(reply)),
-                Err(e) => Err(e),
-            };
-            let _ = sink.tx.send(end).await;
+            let result = turn.await;
+            let ChannelSink { tx, watching, .. } = sink;
+            ended(watching, result.as_ref());
+            let _ = tx.send(result.map(AgentEvent::Done)).await;
         });
         TurnStream { rx, cancel }
     }
@@ -687,20 +701,51 @@ pub(crate) trait EventSink: Sync {
     }
 }
 
-/// For [`Agent::handle`]: the reply is all the caller wants.
-struct NoSink;
+/// A turn's [`TurnWatch`], if the agent has a watcher: each sink tells it
+/// the events it emits.
+type Watching = Option<std::sync::Mutex<Box<dyn TurnWatch>>>;
+
+fn tell(watching: &Watching, event: &AgentEvent) {
+    if let Some(watch) = watching {
+        watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .event(event);
+    }
+}
+
+/// Ends the turn's watch with `result`.
+fn ended(watching: Watching, result: std::result::Result<&Reply, &Error>) {
+    if let Some(watch) = watching {
+        watch
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .end(result);
+    }
+}
+
+/// For [`Agent::handle`]: the reply is all the caller wants (and the
+/// watcher, if any).
+#[derive(Default)]
+struct NoSink {
+    watching: Watching,
+}
 
 impl EventSink for NoSink {
-    async fn emit(&self, _: AgentEvent) {}
+    async fn emit(&self, event: AgentEvent) {
+        tell(&self.watching, &event);
+    }
 }
 
 struct ChannelSink {
     tx: mpsc::Sender<Result<AgentEvent>>,
     cancel: CancellationToken,
+    watching: Watching,
 }
 
 impl EventSink for ChannelSink {
     async fn emit(&self, event: AgentEvent) {
+        tell(&self.watching, &event);
         if self.tx.send(Ok(event)).await.is_err() {
             self.cancel.cancel();
         }

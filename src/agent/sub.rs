@@ -823,7 +823,10 @@ impl AgentTool {
                 }
                 ended
             }
-            None => turn::run(inner, Arc::clone(&conversation), &request, &NoSink, cancel).await,
+            None => {
+                let sink = NoSink::default();
+                turn::run(inner, Arc::clone(&conversation), &request, &sink, cancel).await
+            }
         };
         if let (Some(caller), Ok(reply)) = (&caller, &ended) {
             caller.add_spent(reply.usage);

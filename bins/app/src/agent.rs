@@ -96,7 +96,13 @@ impl LoadedConfig {
             .while_busy(settings.while_busy.into())
             .confirm(confirm)
             .notifier(notifier)
-            .state(self.scheduler()?);
+            .state(self.scheduler()?)
+            .maybe_watcher(
+                self.config
+                    .logging
+                    .traces
+                    .then(|| crate::Traces::new(self.traces_path())),
+            );
         let agent = match history {
             Store::Sqlite(store) => agent.history(store).build(),
             #[cfg(feature = "postgres")]

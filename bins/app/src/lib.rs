@@ -18,6 +18,8 @@
 //! - [`tool_state`]: which tools are switched off, in a file every process
 //!   shares, and following the tools file.
 //! - [`trace`]: one JSON line per turn in `traces.jsonl`.
+//! - [`logging`]: the terminal, the rotating log file and the traces
+//!   (`[logging]`).
 //! - [`single`]: one bot per history file, by a lock beside it.
 //! - [`run`]: a bot binary's `main` (arguments, logging, exit codes), and
 //!   [`retry`](mod@retry): the rule for retrying a chat platform's API.
@@ -27,6 +29,7 @@ pub mod config;
 pub mod context;
 pub mod history;
 pub mod images;
+pub mod logging;
 pub mod mcp;
 pub mod retry;
 pub mod run;
@@ -36,12 +39,12 @@ pub mod trace;
 
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, ContextConfig, DatabaseUrl, Dialect,
-    DiscordConfig, HistoryConfig, LlmConfig, LoadedConfig, McpConfig, McpServerConfig,
-    PermissionsConfig, ScheduleConfig, Secret, TelegramConfig, ToolsConfig, WhileBusyMode,
-    user_config_file, user_data_dir,
+    DiscordConfig, HistoryConfig, LlmConfig, LoadedConfig, LoggingConfig, McpConfig,
+    McpServerConfig, PermissionsConfig, ScheduleConfig, Secret, TelegramConfig, ToolsConfig,
+    WhileBusyMode, user_config_file, user_data_dir,
 };
 pub use mcp::McpServers;
 pub use retry::{Retry, retry};
 pub use run::{Bin, Error, lock, main};
 pub use tool_state::{ToolState, watch_tools_file};
-pub use trace::{TurnTrace, append_trace};
+pub use trace::{Traces, TurnTrace, append_trace};

@@ -1,11 +1,11 @@
 //! A bot binary's `main` (`ferrobot-telegram`, `ferrobot-discord`): the
-//! `-c FILE` argument, logging to stderr, loading the layered config,
+//! `-c FILE` argument, loading the layered config, logging (stderr and the
+//! `[logging]` file, see [`logging`](crate::logging)),
 //! Ctrl-C, and exit codes: 0 stopped; 1 the bot failed while running; 2 bad
 //! configuration or a token the platform refuses.
 
 use std::fmt;
 use std::future::Future;
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -47,9 +47,9 @@ pub struct Bin {
     pub env: &'static str,
 }
 
-/// Runs a bot binary: parses `-c FILE`, logs to stderr (`FERROBOT_LOG`,
-/// `info` by default), loads the config, and runs `bot` until it stops or
-/// Ctrl-C.
+/// Runs a bot binary: parses `-c FILE`, loads the config, logs to stderr
+/// (`FERROBOT_LOG`, `info` by default) and to the `[logging]` file, and
+/// runs `bot` until it stops or Ctrl-C.
 pub async fn main<F, Fut>(bin: Bin, bot: F) -> ExitCode
 where
     F: FnOnce(LoadedConfig) -> Fut,
@@ -71,21 +71,16 @@ where
                 .help("Read this config file instead of ./ferrobot.toml or the per-user one"),
         )
         .get_matches();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FERROBOT_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let mut source = ConfigSource::new();
     source.file = arguments.get_one::<PathBuf>("config").cloned();
     let stopped = match Config::load(&source) {
-        Ok(loaded) => tokio::select! {
-            stopped = bot(loaded) => stopped,
-            _ = tokio::signal::ctrl_c() => Ok(()),
-        },
+        Ok(loaded) => {
+            let _flushed_at_exit = crate::logging::init(Some(&loaded), "info");
+            tokio::select! {
+                stopped = bot(loaded) => stopped,
+                _ = tokio::signal::ctrl_c() => Ok(()),
+            }
+        }
         Err(error) => Err(Error::Config(error.to_string())),
     };
     match stopped {

@@ -4,13 +4,14 @@
 //! the user's decision and who gave it.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use ferrobot::agent::{TurnRequest, TurnWatch, TurnWatcher};
 use ferrobot::confirm::Decision;
-use ferrobot::{AgentEvent, Usage};
+use ferrobot::{AgentEvent, Reply, Usage};
 
 /// Collects a turn's events into one trace record.
 ///
@@ -67,7 +68,7 @@ impl TurnTrace {
             }) => json!({"input_tokens": input_tokens, "output_tokens": output_tokens}),
             AgentEvent::ToolCallFinished(record) => json!({
                 "name": record.call.name,
-                "arguments": record.call.arguments,
+                "arguments": redacted(&record.call.arguments),
                 "outcome": format!("{:?}", record.outcome),
                 "duration_ms": record.duration.as_millis() as u64,
                 "result": record.content,
@@ -116,6 +117,116 @@ fn decision(decision: &Decision) -> Value {
         _ => {}
     }
     shown
+}
+
+/// The words in an argument's name that say its value is a secret.
+const SECRET_WORDS: [&str; 8] = [
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "authorization",
+    "credential",
+];
+
+/// `arguments` with the value of every key that names a secret (a
+/// password, a token, an API key, …), at any depth, as `[redacted]`.
+///
+/// # Examples
+/// ```
+/// let shown = ferrobot_app::trace::redacted(&serde_json::json!(
+///     {"host": "db", "login": {"user": "bot", "Password": "hunter2"}}
+/// ));
+/// assert_eq!(shown["login"]["Password"], "[redacted]");
+/// assert_eq!(shown["host"], "db");
+/// ```
+pub fn redacted(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(key, value)| {
+                    let key_lower = key.to_lowercase();
+                    let shown = if SECRET_WORDS.iter().any(|word| key_lower.contains(word)) {
+                        json!("[redacted]")
+                    } else {
+                        redacted(value)
+                    };
+                    (key.clone(), shown)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redacted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The [`TurnWatcher`] that writes each turn of an agent as a line of a
+/// `traces.jsonl` file ([`TurnTrace`], [`append_trace`]): what the bots and
+/// the CLI build their agents with, unless `[logging] traces = false`.
+///
+/// # Examples
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> ferrobot::Result<()> {
+/// use ferrobot::{Agent, testing::MockProvider};
+/// let dir = std::env::temp_dir().join(format!("ferrobot-traces-{}", std::process::id()));
+/// let agent = Agent::builder()
+///     .provider(MockProvider::replying("Hello."))
+///     .watcher(ferrobot_app::Traces::new(dir.join("traces.jsonl")))
+///     .build();
+/// agent.handle("alice", "hi").await?;
+/// let line = std::fs::read_to_string(dir.join("traces.jsonl")).unwrap();
+/// assert!(line.contains(r#""reply":"Hello.""#));
+/// # std::fs::remove_dir_all(dir).ok();
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Traces {
+    path: PathBuf,
+}
+
+impl Traces {
+    /// Traces written to `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+}
+
+impl TurnWatcher for Traces {
+    fn start(&self, conversation: &str, request: &TurnRequest) -> Box<dyn TurnWatch> {
+        Box::new(Traced {
+            trace: TurnTrace::new(conversation, &request.text),
+            path: self.path.clone(),
+        })
+    }
+}
+
+/// One turn being traced.
+struct Traced {
+    trace: TurnTrace,
+    path: PathBuf,
+}
+
+impl TurnWatch for Traced {
+    fn event(&mut self, event: &AgentEvent) {
+        self.trace.record(event);
+    }
+
+    fn end(mut self: Box<Self>, result: Result<&Reply, &ferrobot::Error>) {
+        let error = result.err().map(|error| ferrobot::error_chain(error));
+        let outcome = match result {
+            Ok(reply) => Ok(reply.text.as_str()),
+            Err(_) => Err(error.as_deref().unwrap_or_default()),
+        };
+        let record = self.trace.finish(outcome);
+        if let Err(error) = append_trace(&self.path, &record) {
+            tracing::warn!(path = %self.path.display(), %error, "could not write the turn's trace");
+        }
+    }
 }
 
 /// Appends one record as a line to a `traces.jsonl` file, creating it and

@@ -2,6 +2,9 @@
 //! conversation: the window asked of the model server (or configured),
 //! compaction before cutting, `max_messages`.
 
+// Helpers outside `#[test]` functions panic on setup failures, like the tests.
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use ferrobot::confirm::ConfirmRequest;

@@ -10,7 +10,7 @@ use ferrobot::bot::always_covers;
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use ferrobot::policy::Scope;
 use ferrobot::provider::Provider;
-use ferrobot_app::{LoadedConfig, ToolState, TurnTrace};
+use ferrobot_app::{LoadedConfig, ToolState};
 
 use crate::agent_with;
 use crate::args::{ConversationArgs, conversation_id, fresh_conversation};
@@ -143,9 +143,7 @@ pub(crate) async fn chat(
             }
         });
         print_events(
-            loaded,
             &mut events,
-            TurnTrace::new(&conversation, line),
             Shown {
                 json: false,
                 typed: false,

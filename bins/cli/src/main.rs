@@ -14,7 +14,7 @@
 //! - `history`: `history list`, `show`, `search`, `export` and `import`;
 //! - `transfer`: the JSON Lines `export` writes and `import` reads;
 //! - `permissions`: `permissions` and `permissions test`;
-//! - `logs`: logs and traces, beside the history;
+//! - `logs`: the chat's input history, beside the history;
 //! - `render`: Markdown, the spinner and reasoning in a terminal.
 
 use std::process::ExitCode;
@@ -46,7 +46,6 @@ use crate::args::{Cli, Command, ConfigAction, McpAction};
 use crate::chat::chat;
 use crate::commands::{config_check, doctor, switch, tools};
 use crate::history::history;
-use crate::logs::logging;
 use crate::permissions::permissions;
 use crate::turn::{Print, run};
 
@@ -66,7 +65,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let _log = logging(&loaded);
+    let _log = ferrobot_app::logging::init(Some(&loaded), "warn");
     let result = match cli.command {
         Some(Command::Run {
             prompt,

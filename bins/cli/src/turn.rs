@@ -1,6 +1,6 @@
 //! One turn printed as it streams: text on stdout (Markdown rendered at a
 //! terminal), tool calls on stderr, or one JSON object per event; each turn
-//! is also traced.
+//! is also traced (by the agent's watcher).
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -9,12 +9,11 @@ use anyhow::Context as _;
 use ferrobot::agent::{Output, Status, ToolOutcome, TurnRequest};
 use ferrobot::history::{HistoryError, HistoryStore, Intake, Mark, Stage};
 use ferrobot::{AgentEvent, Image};
-use ferrobot_app::{LoadedConfig, TurnTrace, append_trace};
+use ferrobot_app::LoadedConfig;
 use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::args::{ConversationArgs, conversation_id};
-use crate::logs::traces_path;
 use crate::{EXIT_TURN_FAILED, agent, render};
 
 /// How `run` prints: `--json`, `--output-schema`.
@@ -69,20 +68,14 @@ pub(crate) async fn run(
         }
     };
     for intake in interrupted {
-        recover(loaded, &agent, &conversation, &intake, shown).await;
+        recover(&agent, &conversation, &intake, shown).await;
     }
     let journaled = journal(history.as_ref(), &conversation, prompt, images).await;
     if let Some(id) = &journaled {
         request = request.journal(id);
     }
     let mut events = agent.stream(&conversation, request);
-    let code = print_events(
-        loaded,
-        &mut events,
-        TurnTrace::new(&conversation, prompt),
-        shown,
-    )
-    .await;
+    let code = print_events(&mut events, shown).await;
     if let Some(id) = &journaled {
         delivered(history.as_ref(), id).await;
     }
@@ -143,13 +136,7 @@ async fn delivered(history: &dyn HistoryStore, id: &str) {
 /// Finishes a turn of the conversation that a crash (or a kill) cut
 /// short, saying so first: one that hadn't started runs; one that had goes
 /// on from what it stored.
-async fn recover(
-    loaded: &LoadedConfig,
-    agent: &ferrobot::Agent,
-    conversation: &str,
-    intake: &Intake,
-    shown: Shown,
-) {
+async fn recover(agent: &ferrobot::Agent, conversation: &str, intake: &Intake, shown: Shown) {
     let history = agent.history();
     let journaled: Journaled = match serde_json::from_str(&intake.payload) {
         Ok(journaled) => journaled,
@@ -179,12 +166,11 @@ async fn recover(
         TurnRequest::recover(&intake.id)
     };
     let mut events = agent.stream(conversation, request);
-    let trace = TurnTrace::new(conversation, &journaled.prompt);
     let shown = Shown {
         typed: false,
         ..shown
     };
-    print_events(loaded, &mut events, trace, shown).await;
+    print_events(&mut events, shown).await;
     delivered(history.as_ref(), &intake.id).await;
 }
 
@@ -210,13 +196,8 @@ pub(crate) struct Shown {
 }
 
 /// Prints a turn's events as they come: text on stdout, tool calls on stderr.
-/// Each turn is also appended to `traces.jsonl` beside the history.
-pub(crate) async fn print_events(
-    loaded: &LoadedConfig,
-    events: &mut ferrobot::TurnStream,
-    mut trace: TurnTrace,
-    shown: Shown,
-) -> ExitCode {
+/// (The agent's watcher writes the turn to `traces.jsonl`.)
+pub(crate) async fn print_events(events: &mut ferrobot::TurnStream, shown: Shown) -> ExitCode {
     let Shown {
         json,
         typed,
@@ -234,15 +215,9 @@ pub(crate) async fn print_events(
     };
     let mut blocks = render::Blocks::default();
     let mut stdout = std::io::stdout();
-    let mut outcome: Result<String, String> = Err("the turn ended without a reply".into());
     let mut code = ExitCode::SUCCESS;
     let mut streamed = false;
     while let Some(event) = events.next().await {
-        match &event {
-            Ok(AgentEvent::Done(reply)) => outcome = Ok(reply.text.clone()),
-            Ok(event) => trace.record(event),
-            Err(error) => outcome = Err(error.user_message()),
-        }
         let line = match event {
             Ok(event) if json => json_event(&event),
             Ok(AgentEvent::Status(status)) => {
@@ -350,10 +325,6 @@ pub(crate) async fn print_events(
         }
     }
     clear();
-    let record = trace.finish(outcome.as_deref().map_err(String::as_str));
-    if let Err(error) = append_trace(&traces_path(loaded), &record) {
-        tracing::warn!(%error, "could not write the trace");
-    }
     code
 }
 

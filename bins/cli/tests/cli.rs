@@ -1015,7 +1015,7 @@ async fn the_chat_in_a_terminal() {
     .await;
     transcript.unwrap();
     let stored = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
-    assert!(stored.contains(r#""error":"Cancelled.""#), "{stored}");
+    assert!(stored.contains(r#""error":"turn cancelled""#), "{stored}");
 }
 
 #[tokio::test]

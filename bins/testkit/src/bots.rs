@@ -17,6 +17,14 @@ use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+/// The chat requests `server` received, in order: the POSTs, without the
+/// `GET`s a binary makes at start to learn the model's context window.
+pub async fn chat_requests(server: &MockServer) -> Vec<Request> {
+    let mut requests = server.received_requests().await.unwrap_or_default();
+    requests.retain(|request| request.method.as_str() == "POST");
+    requests
+}
+
 /// An OpenAI-compatible endpoint answering each chat request with the next
 /// of `answers` (SSE bodies), then "(no more answers)".
 pub async fn llm(answers: Vec<String>) -> MockServer {

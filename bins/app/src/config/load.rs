@@ -257,6 +257,17 @@ impl Config {
                 self.context.window.unwrap_or_default()
             )));
         }
+        if tracing_subscriber::EnvFilter::try_new(&self.logging.level).is_err() {
+            return Err(ConfigError::Invalid(format!(
+                "`logging.level` is `{}`; give error, warn, info, debug or trace, or a filter such as info,ferrobot=debug",
+                self.logging.level
+            )));
+        }
+        if self.logging.keep_files == 0 {
+            return Err(ConfigError::Invalid(
+                "`logging.keep_files` is 0; give how many log files to keep, e.g. 14".into(),
+            ));
+        }
         if self.context.max_messages < 2 {
             return Err(ConfigError::Invalid(format!(
                 "`context.max_messages` is {}; give at least 2 (a question and its answer), e.g. 200",

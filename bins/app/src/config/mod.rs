@@ -60,6 +60,59 @@ pub struct Config {
     /// How much of a long conversation each turn sends to the model.
     #[serde(default)]
     pub context: ContextConfig,
+    /// The log file and the turn traces.
+    #[serde(default)]
+    pub logging: LoggingConfig,
+}
+
+/// `[logging]`: the log file every binary writes besides the terminal, and
+/// `traces.jsonl`, one line per turn (see `ferrobot_app::logging`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LoggingConfig {
+    /// The folder of `logs/` and `traces.jsonl`, relative to the config
+    /// file's directory. By default, the history file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<RelativePathBuf>,
+    /// What the log file keeps: `error`, `warn`, `info`, `debug`, `trace`,
+    /// or a filter such as `info,ferrobot=debug`. By default, `info`. (The
+    /// terminal follows `FERROBOT_LOG`.)
+    pub level: String,
+    /// How often a new log file starts: `daily`, `hourly` or `never`. By
+    /// default, daily.
+    pub rotation: Rotation,
+    /// How many log files are kept; older ones are deleted. By default, 14.
+    pub keep_files: usize,
+    /// Whether each turn is written to `traces.jsonl` (the prompt, each
+    /// model call, each tool call with its arguments — secrets redacted —,
+    /// the answer or error). By default, yes.
+    pub traces: bool,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        Self {
+            folder: None,
+            level: "info".into(),
+            rotation: Rotation::Daily,
+            keep_files: 14,
+            traces: true,
+        }
+    }
+}
+
+/// How often a new log file starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Rotation {
+    /// Every hour.
+    Hourly,
+    /// Every day.
+    Daily,
+    /// Never: one file.
+    Never,
 }
 
 /// `[context]`: how much of a long conversation each turn sends, so that a
@@ -520,6 +573,7 @@ impl Default for Config {
             },
             mcp: McpConfig::default(),
             context: ContextConfig::default(),
+            logging: LoggingConfig::default(),
         }
     }
 }

@@ -50,7 +50,7 @@ async fn the_binary_runs_from_the_environment_alone() {
     assert!(menu.to_string().contains("\"disk_usage\""), "{menu}");
     gateway.message(ANN, DM, None, "all good?", false);
     rest.wait_for("", |b| b["content"] == "All good.").await;
-    let asked = &model.received_requests().await.unwrap()[0];
+    let asked = &ferrobot_testkit::chat_requests(&model).await[0];
     let body: Value = serde_json::from_slice(&asked.body).unwrap();
     assert_eq!(body["model"], "test-model");
     assert!(body["messages"].to_string().contains("all good?"));

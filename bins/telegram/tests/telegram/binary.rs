@@ -44,13 +44,27 @@ async fn the_binary_runs_from_the_environment_alone() {
     );
     api.text(ANN, ANN as i64, "all good?");
     api.wait_for_reply(0, |c| c["text"] == r"All good\.").await;
-    let asked = &model.received_requests().await.unwrap()[0];
+    let asked = &ferrobot_testkit::chat_requests(&model).await[0];
     let body: Value = serde_json::from_slice(&asked.body).unwrap();
     assert_eq!(body["model"], "test-model");
     assert!(body["messages"].to_string().contains("all good?"));
     // The system tools are offered, and the history is kept on disk.
     assert!(body["tools"].to_string().contains("disk_usage"));
     assert!(home.path().join("data/ferrobot/history.db").is_file());
+    // Each turn is traced, and the log is kept in a file too, beside it.
+    let traces = std::fs::read_to_string(home.path().join("data/ferrobot/traces.jsonl")).unwrap();
+    let trace: Value = serde_json::from_str(traces.lines().next().unwrap()).unwrap();
+    assert_eq!(trace["prompt"], "all good?");
+    assert_eq!(trace["reply"], "All good.");
+    assert_eq!(trace["conversation"], ANN.to_string());
+    let logs: Vec<_> = std::fs::read_dir(home.path().join("data/ferrobot/logs"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    assert!(
+        logs.iter().any(|log| log.contains("connected to Telegram")),
+        "{logs:?}"
+    );
     bot.start_kill().unwrap();
     let output = bot.wait_with_output().await.unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
@@ -178,7 +192,7 @@ async fn a_failed_download_is_named_and_the_token_stays_out_of_log_and_chat() {
         assert!(!text.contains(secret), "the token shows in: {text}");
     }
     // The model got the caption, and nothing of the token either.
-    let asked = &model.received_requests().await.unwrap()[0];
+    let asked = &ferrobot_testkit::chat_requests(&model).await[0];
     let body = String::from_utf8_lossy(&asked.body);
     assert!(body.contains("what is this?") && !body.contains(secret));
 }
@@ -226,7 +240,7 @@ async fn the_binary_runs_a_schedule_made_by_a_slash_command() {
         .wait_for_reply(0, |c| c["text"] == r"Backups are current\.")
         .await;
     assert_eq!(answer["chat_id"], json!(ANN));
-    let asked = &model.received_requests().await.unwrap()[0];
+    let asked = &ferrobot_testkit::chat_requests(&model).await[0];
     assert!(String::from_utf8_lossy(&asked.body).contains("are the backups current?"));
     bot.start_kill().unwrap();
     let _ = bot.wait().await;
@@ -274,7 +288,7 @@ async fn the_binary_offers_the_tools_of_its_mcp_servers() {
     api.text(ANN, ANN as i64, "say hi through echo");
     api.wait_for_reply(0, |c| c["text"] == r"It said hi\.")
         .await;
-    let requests = model.received_requests().await.unwrap();
+    let requests = ferrobot_testkit::chat_requests(&model).await;
     let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
     assert!(
         second["messages"].to_string().contains("Echo: hi"),

@@ -108,7 +108,7 @@ async fn a_delegated_task_answers_later_in_the_chat_and_can_be_listed_and_cancel
         "Task 1 (researcher) finished:\n\nParis has 2.1 million inhabitants."
     );
     // The researcher had its own model, the task alone, and only its tools.
-    let requests = model.received_requests().await.unwrap();
+    let requests = ferrobot_testkit::chat_requests(&model).await;
     let researcher: Value = requests
         .iter()
         .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())

@@ -201,6 +201,6 @@ async fn a_slash_command_schedule_survives_a_restart_of_the_bot() {
         .await;
     assert_eq!(answer["chat_id"], json!(ANN));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let requests = model.received_requests().await.unwrap();
+    let requests = ferrobot_testkit::chat_requests(&model).await;
     assert_eq!(requests.len(), 1, "the missed times ran once");
 }
