@@ -33,6 +33,7 @@ mod images;
 mod instructions;
 mod lock;
 mod output;
+mod prompt;
 mod request;
 mod running;
 mod slash;
@@ -60,6 +61,7 @@ pub use event::{
 pub use images::ImagePolicy;
 pub use instructions::Instructions;
 pub use output::{Output, OutputMode, OutputSchemaError};
+pub use prompt::{PromptTail, TurnInfo};
 pub use request::TurnRequest;
 pub use running::WhileBusy;
 pub use slash::parse_arguments;
@@ -125,6 +127,7 @@ pub(crate) struct Inner {
     locks: ConversationLocks,
     while_busy: WhileBusy,
     watcher: Option<Arc<dyn TurnWatcher>>,
+    prompt_tail: Option<Arc<dyn PromptTail>>,
     running: RunningTurns,
     /// Exclusive tools take it for writing, all others for reading.
     exclusive: tokio::sync::RwLock<()>,
@@ -226,6 +229,10 @@ impl Agent {
         /// [`WhileBusy::Queue`]: it waits for that turn to end.
         #[builder(default)]
         while_busy: WhileBusy,
+        /// Writes the end of each turn's system prompt: the facts that
+        /// change, such as the date ([`PromptTail`]). By default, none.
+        #[builder(with = |tail: impl PromptTail| Arc::new(tail) as Arc<dyn PromptTail>)]
+        prompt_tail: Option<Arc<dyn PromptTail>>,
         /// Told of every turn, its events and its end ([`TurnWatcher`]),
         /// e.g. to write a trace of each. By default, none.
         #[builder(with = |watcher: impl TurnWatcher| Arc::new(watcher) as Arc<dyn TurnWatcher>)]
@@ -260,6 +267,7 @@ impl Agent {
                 locks: ConversationLocks::default(),
                 while_busy,
                 watcher,
+                prompt_tail,
                 running: RunningTurns::default(),
                 exclusive: tokio::sync::RwLock::new(()),
                 tasks: delegate::Tasks::default(),

@@ -35,6 +35,9 @@ pub struct TurnRequest {
     /// it ([`ConfirmRequest::user`](crate::confirm::ConfirmRequest::user)),
     /// so a chat bot can let only them answer.
     pub user: Option<String>,
+    /// What the sender is called, when the front end knows: for the
+    /// agent's [`PromptTail`](super::PromptTail) ([`TurnInfo::user_name`](super::TurnInfo::user_name)).
+    pub user_name: Option<String>,
     /// The shape the answer must have; `None` for the agent's own
     /// ([`AgentBuilder::output`](super::AgentBuilder::output)), if any.
     pub output: Option<Output>,
@@ -105,6 +108,13 @@ impl TurnRequest {
     #[must_use]
     pub fn user(mut self, user: impl Into<String>) -> Self {
         self.user = Some(user.into());
+        self
+    }
+
+    /// With what the sender is called (see [`TurnRequest::user_name`]).
+    #[must_use]
+    pub fn user_name(mut self, name: impl Into<String>) -> Self {
+        self.user_name = Some(name.into());
         self
     }
 

@@ -112,6 +112,15 @@ pub(super) async fn run(
         within: request.within.as_ref(),
         scope: None,
         system,
+        tail: inner.prompt_tail.as_ref().and_then(|tail| {
+            let turn = super::TurnInfo {
+                conversation: &conversation,
+                user,
+                user_name: request.user_name.as_deref(),
+                now: std::time::SystemTime::now(),
+            };
+            tail.tail(&turn).filter(|text| !text.trim().is_empty())
+        }),
         journal: request.journal.as_deref(),
         interrupted: Vec::new(),
     };
@@ -240,6 +249,8 @@ struct Turn<'a, S> {
     /// The system prompt with the agent's [`Instructions`](super::Instructions),
     /// when it has any; else the agent's own is sent.
     system: Option<Arc<str>>,
+    /// The end of the system prompt for this turn ([`PromptTail`](super::PromptTail)).
+    tail: Option<String>,
     /// The journaled message the turn answers, whose entry it marks.
     journal: Option<&'a str>,
     /// Calls that were running when a crash interrupted the turn being
@@ -703,6 +714,15 @@ impl<S: EventSink> Turn<'_, S> {
             .and_then(Typed::system)
             .or(self.system.as_deref())
             .or(self.inner.system_prompt.as_deref());
+        let with_tail;
+        let system = match (&self.tail, system) {
+            (None, system) => system,
+            (Some(tail), None) => Some(tail.as_str()),
+            (Some(tail), Some(system)) => {
+                with_tail = format!("{system}\n\n{tail}");
+                Some(with_tail.as_str())
+            }
+        };
         let request = ChatRequest::new(&history[start..])
             .system(system)
             .tools(tools)

@@ -34,6 +34,10 @@ pub struct Incoming {
     pub conversation: String,
     /// Who sent it, as the platform names users.
     pub user: String,
+    /// What the sender is called (a display name), when the platform
+    /// says: for the prompt ([`TurnInfo::user_name`](crate::agent::TurnInfo::user_name)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// What they wrote (a photo's caption); may be empty when images came.
     pub text: String,
     /// Images that came with it (photos, image attachments), within the
@@ -61,6 +65,7 @@ impl Incoming {
             id: None,
             conversation: conversation.into(),
             user: user.into(),
+            name: None,
             text: text.into(),
             images: Vec::new(),
             unread: Vec::new(),
@@ -80,6 +85,13 @@ impl Incoming {
     #[must_use]
     pub fn unread(mut self, what: impl Into<String>) -> Self {
         self.unread.push(what.into());
+        self
+    }
+
+    /// With what the sender is called (see [`Incoming::name`]).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
         self
     }
 

@@ -153,6 +153,7 @@ pub(super) async fn answer(
                     .await;
             }
             let mut request = TurnRequest::new(incoming.text.as_str()).user(incoming.user);
+            request.user_name = incoming.name;
             request.images = incoming.images;
             request.journal = id.map(str::to_owned);
             request

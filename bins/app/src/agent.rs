@@ -102,12 +102,17 @@ impl LoadedConfig {
                     .logging
                     .traces
                     .then(|| crate::Traces::new(self.traces_path())),
-            );
+            )
+            .maybe_prompt_tail(self.prompt_facts());
         let agent = match history {
             Store::Sqlite(store) => agent.history(store).build(),
             #[cfg(feature = "postgres")]
             Store::Postgres(store) => agent.history(store).build(),
         };
+        // Before the MCP servers' instructions, which join as they connect.
+        for (file, text) in self.instruction_files() {
+            agent.instructions().set(file, text);
+        }
         ToolState::load(&self.tool_state_path())?.apply(&agent);
         Ok(agent)
     }

@@ -11,6 +11,8 @@
 //!   sends, from the model's context window.
 //! - [`history`]: the store `[history]` names, a SQLite file or a
 //!   PostgreSQL database.
+//! - [`prompt`]: the system prompt's order, the instruction files, and the
+//!   facts it ends with.
 //! - [`mcp`](mod@mcp): the MCP servers of `[mcp.servers]`, started in the
 //!   background for an agent.
 //! - [`images`]: the images the bots download for the model, their size
@@ -31,6 +33,7 @@ pub mod history;
 pub mod images;
 pub mod logging;
 pub mod mcp;
+pub mod prompt;
 pub mod retry;
 pub mod run;
 pub mod single;

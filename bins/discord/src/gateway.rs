@@ -68,6 +68,13 @@ impl Discord {
                         channel: message.channel_id.get(),
                         guild: message.guild_id.map(Id::get),
                         author: message.author.id.get(),
+                        name: Some(
+                            message
+                                .author
+                                .global_name
+                                .clone()
+                                .unwrap_or_else(|| message.author.name.clone()),
+                        ),
                         from_bot: message.author.bot,
                         written: matches!(message.kind, MessageType::Regular | MessageType::Reply),
                         mentions_me: message.mentions.iter().any(|m| Some(m.id) == me),
@@ -120,6 +127,8 @@ struct Said {
     channel: u64,
     guild: Option<u64>,
     author: u64,
+    /// The author's display name, else user name.
+    name: Option<String>,
     from_bot: bool,
     /// Whether someone wrote it (a message or a reply), rather than Discord
     /// announcing something (a pin, a call, a member joining).
@@ -166,6 +175,9 @@ impl Inner {
             text => text.to_owned(),
         };
         let mut incoming = Incoming::new(said.channel.to_string(), said.author.to_string(), text);
+        if let Some(name) = said.name {
+            incoming = incoming.name(name);
+        }
         if said.guild.is_some() {
             // In a server the answer is a reply to the message that asked.
             incoming = incoming.reply_to(format!("{}#{}", said.channel, said.id));
@@ -216,6 +228,10 @@ fn lenient_said(event: &str, me: Option<Id<UserMarker>>) -> Option<Said> {
         channel: id(message.get("channel_id")?)?,
         guild: message.get("guild_id").and_then(id),
         author: id(author.get("id")?)?,
+        name: ["global_name", "username"]
+            .iter()
+            .find_map(|key| author.get(key)?.as_str())
+            .map(str::to_owned),
         from_bot: author.get("bot").and_then(Value::as_bool).unwrap_or(false),
         written: message
             .get("type")

@@ -272,6 +272,9 @@ impl Inner {
         };
         let mut incoming = Incoming::new(said.place.to_string(), user.to_string(), text)
             .id(format!("telegram:{}", said.update));
+        if let Some(name) = said.name {
+            incoming = incoming.name(name);
+        }
         if let Some(answering) = said.answering {
             incoming = incoming.reply_to(answering.to_string());
         }
@@ -299,6 +302,8 @@ pub(crate) struct Said {
     place: Place,
     answering: Option<Place>,
     user: u64,
+    /// The sender's name as Telegram shows it.
+    name: Option<String>,
     text: String,
     files: Files,
     album: Option<String>,
@@ -316,6 +321,7 @@ impl Said {
             place: Place::of(message),
             answering: Place::answering(message),
             user: from.id.0,
+            name: Some(from.full_name()).filter(|name| !name.trim().is_empty()),
             text: message
                 .text()
                 .or_else(|| message.caption())
@@ -348,6 +354,10 @@ impl Said {
             place: Place::of_raw(message)?,
             answering: Place::answering_raw(message),
             user: from.get("id")?.as_u64()?,
+            name: from
+                .get("first_name")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
             text,
             files,
             album: message

@@ -294,6 +294,17 @@ pub struct AgentConfig {
     /// step) or `interrupt` (stop it, then run). By default, `queue`.
     #[serde(default)]
     pub while_busy: WhileBusyMode,
+    /// Instruction files (`AGENTS.md`-style), relative to the config
+    /// file's directory, read at start and sent after the system prompt in
+    /// this order. A file that can't be read is logged and left out. By
+    /// default, none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_files: Vec<RelativePathBuf>,
+    /// Whether the end of the system prompt tells the model the date, the
+    /// machine it runs on and who is asking (the user's name on the
+    /// platform), at the day's grain so that it changes once a day. By
+    /// default, yes.
+    pub prompt_facts: bool,
 }
 
 /// `agent.while_busy`, as the config names the agent's
@@ -533,6 +544,8 @@ impl Default for Config {
                 budget_tool_output_bytes: None,
                 budget_output_tokens: None,
                 while_busy: WhileBusyMode::Queue,
+                instruction_files: Vec::new(),
+                prompt_facts: true,
             },
             history: HistoryConfig {
                 path: None,

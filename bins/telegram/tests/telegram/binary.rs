@@ -48,6 +48,11 @@ async fn the_binary_runs_from_the_environment_alone() {
     let body: Value = serde_json::from_slice(&asked.body).unwrap();
     assert_eq!(body["model"], "test-model");
     assert!(body["messages"].to_string().contains("all good?"));
+    // The prompt ends with today's facts: the date, the machine, and the
+    // user's name as Telegram gives it.
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Today is "), "{system}");
+    assert!(system.ends_with("The user is Ann."), "{system}");
     // The system tools are offered, and the history is kept on disk.
     assert!(body["tools"].to_string().contains("disk_usage"));
     assert!(home.path().join("data/ferrobot/history.db").is_file());
