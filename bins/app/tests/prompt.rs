@@ -5,48 +5,23 @@
 // Helpers outside `#[test]` functions panic on setup failures, like the tests.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use ferrobot::agent::TurnRequest;
-use ferrobot::confirm::ConfirmRequest;
-use ferrobot::testing::text_sse;
-use ferrobot_app::{Config, ConfigSource};
-use serde_json::Value;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// The system prompt of the one chat request `toml` makes the agent send.
+use support::{ask, chats, loaded, server, tempdir};
+
+/// The system prompt of the one chat request a turn asking `request` sends
+/// with `toml` (the window given, so the server isn't asked).
 async fn system_prompt(dir: &std::path::Path, toml: &str, request: TurnRequest) -> String {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_raw(text_sse("Fine."), "text/event-stream"),
-        )
-        .mount(&server)
-        .await;
-    let file = dir.join("ferrobot.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[llm]\nbase_url = \"{}/v1\"\nmodel = \"m\"\n[history]\npath = \"history.db\"\n[context]\nwindow = 32768\n{toml}",
-            server.uri()
-        ),
-    )
-    .unwrap();
-    let loaded = Config::load(&ConfigSource::new().file(&file)).unwrap();
-    let decline = |_: ConfirmRequest| async { false };
-    let notify = |_: String, _: String| async {};
-    let agent = loaded.agent(decline, notify).await.unwrap();
-    agent.handle("c", request).await.unwrap();
-    let requests = server.received_requests().await.unwrap();
-    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
-    body["messages"][0]["content"].as_str().unwrap().to_owned()
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ferrobot-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    let server = server(None).await;
+    let loaded = loaded(&server, dir, &format!("[context]\nwindow = 32768\n{toml}"));
+    ask(&loaded, request).await;
+    let sent = chats(&server).await;
+    sent[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 #[tokio::test]
