@@ -82,7 +82,8 @@ pub(super) async fn run(
             guard = inner.history.lock_turn(&conversation) => guard?,
             () = cancel.cancelled() => return Err(Error::Cancelled),
         };
-        if !matches!(start, Start::Message(_)) || request.journal.is_none() {
+        // A recovery or a resumed turn is the interrupted one itself.
+        if !matches!(start, Start::Message(_)) {
             break (turn, shared);
         }
         let own = request.journal.as_deref();
@@ -139,8 +140,8 @@ pub(super) async fn run(
 /// a minute, then runs as long as a turn may.
 const WAIT_FOR_INTERRUPTED: Duration = Duration::from_secs(15 * 60);
 
-/// Whether the turn answering journaled message `own` must wait for
-/// another turn left half-done in `conversation` (its user message
+/// Whether the turn (answering journaled message `own`, if any) must wait
+/// for another turn left half-done in `conversation` (its user message
 /// stored, no answer: a stopped process's, being recovered), and how long
 /// to pause before looking again; `None` to run now. `waited` is when the
 /// turn began waiting.

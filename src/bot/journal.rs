@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use super::channel::{Channel, Incoming};
 use super::live::{self, Sessions};
 use crate::agent::{Agent, Builtin};
-use crate::history::{HistoryError, Intake, Mark, Stage};
+use crate::history::{HistoryError, Intake, Stage};
 
 /// How long a delivered message stays journaled, so that the platform
 /// delivering it again is recognised: far longer than any platform keeps
@@ -270,9 +270,8 @@ impl Shared {
         }
     }
 
-    /// Recovers `left` in `tasks`, one chat after another's in the order
-    /// received, a chat's started turn first; the chat's new messages wait
-    /// for them, as do its recoveries started after.
+    /// Recovers `left` in `tasks`, each chat's in the order received, its
+    /// started turn first; the chat's new messages wait for them.
     fn start_recovering(self: Arc<Self>, left: Vec<Intake>, tasks: &mut JoinSet<()>) {
         let mut chats: Vec<(String, Vec<Intake>)> = Vec::new();
         for intake in left {
@@ -289,17 +288,14 @@ impl Shared {
         }
         for (chat, intakes) in chats {
             let (done, waiting) = watch::channel(false);
-            let before = self
-                .recovering
+            // Not behind a batch of the chat still recovering: its turns
+            // may be waiting for these (`HistoryStore::started_in`).
+            self.recovering
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(chat.clone(), waiting);
+                .insert(chat.clone(), waiting.clone());
             let shared = Arc::clone(&self);
             tasks.spawn(async move {
-                if let Some(mut before) = before {
-                    // An error: that recovery was stopped; go on.
-                    let _ = before.wait_for(|done| *done).await;
-                }
                 for intake in intakes {
                     shared.recover_one(intake).await;
                 }
@@ -307,10 +303,10 @@ impl Shared {
                     .recovering
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
-                // Unless a later recovery of the chat waits behind this one.
+                // Unless a later batch of the chat is the one to wait for.
                 if recovering
                     .get(&chat)
-                    .is_some_and(|latest| latest.same_channel(&done.subscribe()))
+                    .is_some_and(|latest| latest.same_channel(&waiting))
                 {
                     recovering.remove(&chat);
                 }
@@ -324,15 +320,10 @@ impl Shared {
         let incoming: Incoming = match serde_json::from_str(&intake.payload) {
             Ok(incoming) => incoming,
             Err(error) => {
-                tracing::warn!(intake = %intake.id, %error, "a journaled message can't be read by this version; it is not recovered");
-                if let Err(error) = self
-                    .agent
-                    .history()
-                    .mark(&intake.id, &Mark::Delivered)
-                    .await
-                {
-                    tracing::warn!(intake = %intake.id, error = %error.chain(), "could not mark a journaled message");
-                }
+                // Another front end's (the CLI's `run`, which recovers its
+                // own), or a bot version's that wrote another form: left
+                // as it is, for whoever can read it.
+                tracing::info!(intake = %intake.id, %error, "a journaled message this bot can't read is left for its own front end");
                 return;
             }
         };

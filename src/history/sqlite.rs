@@ -1262,6 +1262,16 @@ impl HistoryStore for SqliteHistory {
         let owner = self.inner.owner.clone();
         self.sql(move |connection| {
             let others = "stage <> 'delivered' AND owner IS NOT ?1";
+            // Asked every few seconds: a read when there is nothing, which
+            // is almost always; the write lock only to take something.
+            let any: bool = connection
+                .prepare_cached(&format!(
+                    "SELECT EXISTS (SELECT 1 FROM journal WHERE {others})"
+                ))?
+                .query_row([&owner], |row| row.get(0))?;
+            if !any {
+                return Ok(Vec::new());
+            }
             let tx =
                 connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let left = select_all(

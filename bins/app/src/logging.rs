@@ -1,5 +1,5 @@
-//! Where every binary writes down what happened (`[logging]`): warnings or
-//! more on the terminal (`FERROBOT_LOG` changes it), a rotating log file in
+//! Where every binary writes down what happened (`[logging]`): the
+//! terminal (`FERROBOT_LOG`, else the binary's level), a rotating log file in
 //! `logs/`, and `traces.jsonl`, one line per turn ([`Traces`](crate::Traces)),
 //! both beside the history file unless `logging.folder` says otherwise.
 

@@ -111,7 +111,7 @@ impl TurnTrace {
 fn decision(decision: &Decision) -> Value {
     let mut shown = json!({"label": decision.label()});
     match decision {
-        Decision::Edit(arguments) => shown["arguments"] = arguments.clone(),
+        Decision::Edit(arguments) => shown["arguments"] = redacted(arguments),
         Decision::Deny(Some(reason)) => shown["reason"] = json!(reason),
         Decision::Always(scope) => shown["scope"] = json!(scope),
         _ => {}
@@ -119,17 +119,47 @@ fn decision(decision: &Decision) -> Value {
     shown
 }
 
-/// The words in an argument's name that say its value is a secret.
-const SECRET_WORDS: [&str; 8] = [
+/// The words in an argument's name that say its value is a secret (`api`
+/// followed by `key` too).
+const SECRET_WORDS: [&str; 9] = [
     "password",
     "passwd",
     "secret",
     "token",
-    "api_key",
     "apikey",
     "authorization",
+    "auth",
     "credential",
+    "credentials",
 ];
+
+/// Whether an argument named `key` holds a secret: one of its words (split
+/// at `_`, `-`, `.`, spaces and lower-to-upper case changes) is a
+/// [`SECRET_WORDS`], or `api` is followed by `key`. `max_tokens` is no
+/// secret; `access_token`, `apiKey` and `X-Auth-Token` are.
+fn names_a_secret(key: &str) -> bool {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if !c.is_alphanumeric() {
+            words.push(std::mem::take(&mut word));
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    words.push(word);
+    words.retain(|w| !w.is_empty());
+    words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
+        || words
+            .windows(2)
+            .any(|pair| pair[0] == "api" && pair[1] == "key")
+}
 
 /// `arguments` with the value of every key that names a secret (a
 /// password, a token, an API key, …), at any depth, as `[redacted]`.
@@ -137,10 +167,12 @@ const SECRET_WORDS: [&str; 8] = [
 /// # Examples
 /// ```
 /// let shown = ferrobot_app::trace::redacted(&serde_json::json!(
-///     {"host": "db", "login": {"user": "bot", "Password": "hunter2"}}
+///     {"host": "db", "max_tokens": 5, "login": {"user": "bot", "Password": "hunter2", "apiKey": "k"}}
 /// ));
 /// assert_eq!(shown["login"]["Password"], "[redacted]");
+/// assert_eq!(shown["login"]["apiKey"], "[redacted]");
 /// assert_eq!(shown["host"], "db");
+/// assert_eq!(shown["max_tokens"], 5);
 /// ```
 pub fn redacted(arguments: &Value) -> Value {
     match arguments {
@@ -148,8 +180,7 @@ pub fn redacted(arguments: &Value) -> Value {
             fields
                 .iter()
                 .map(|(key, value)| {
-                    let key_lower = key.to_lowercase();
-                    let shown = if SECRET_WORDS.iter().any(|word| key_lower.contains(word)) {
+                    let shown = if names_a_secret(key) {
                         json!("[redacted]")
                     } else {
                         redacted(value)
@@ -270,5 +301,33 @@ mod tests {
         assert!(record["model_calls"][0].get("agent").is_none());
         assert_eq!(record["model_calls"][1]["agent"], "research/lookup");
         assert_eq!(record["model_calls"][1]["output_tokens"], 2);
+    }
+
+    #[test]
+    fn secrets_are_named_by_whole_words_not_by_substrings() {
+        for secret in [
+            "password",
+            "db_password",
+            "Password",
+            "access_token",
+            "apiKey",
+            "api_key",
+            "X-Auth-Token",
+            "client.secret",
+            "credentials",
+            "Authorization",
+        ] {
+            assert!(names_a_secret(secret), "{secret}");
+        }
+        for plain in [
+            "max_tokens",
+            "author",
+            "path",
+            "keyboard",
+            "api",
+            "tokenizer",
+        ] {
+            assert!(!names_a_secret(plain), "{plain}");
+        }
     }
 }

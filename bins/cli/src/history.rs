@@ -111,7 +111,7 @@ pub(crate) async fn history(
             );
             if !counts.skipped.is_empty() {
                 out!(
-                    "left as they were, already there: {} (and the file's schedules and later messages, which would run twice)",
+                    "left as they were, already there: {}",
                     counts.skipped.join(", ")
                 );
             }

@@ -46,7 +46,8 @@ pub(crate) struct Counts {
     pub(crate) messages: usize,
     pub(crate) schedules: usize,
     pub(crate) later: usize,
-    /// Conversations the target already held, left as they were.
+    /// What the target already held, left as it was: conversation ids,
+    /// schedules and later messages named.
     pub(crate) skipped: Vec<String>,
 }
 
@@ -83,9 +84,7 @@ pub(crate) async fn export(
         counts.schedules += 1;
         line(out, &Record::Schedule { schedule })?;
     }
-    // Every later message is due by the end of time.
-    let all = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(u32::MAX.into());
-    for message in unless_unsupported(store.due_later_messages(all).await)? {
+    for message in unless_unsupported(store.due_later_messages(end_of_time()).await)? {
         counts.later += 1;
         line(out, &Record::LaterMessage { message })?;
     }
@@ -93,16 +92,20 @@ pub(crate) async fn export(
     Ok(counts)
 }
 
-/// Reads an export from `input` into `store`. A conversation the store
-/// already holds is skipped (importing twice adds nothing), as are the
-/// schedules and later messages of the file when any conversation was:
-/// they would run twice.
+/// Reads an export from `input` into `store`. What the store already
+/// holds is skipped, so importing twice (or again after a failure) adds
+/// nothing twice: a conversation of the same id, a schedule of the same
+/// conversation, prompt and recurrence, a later message of the same
+/// conversation, text and time.
 pub(crate) async fn import(
     store: &dyn HistoryStore,
     input: impl BufRead,
 ) -> anyhow::Result<Counts> {
     let mut counts = Counts::default();
     let mut header = false;
+    // What the store holds, read at the first schedule (or later message).
+    let mut schedules: Option<Vec<Schedule>> = None;
+    let mut later: Option<Vec<LaterMessage>> = None;
     for (index, text) in input.lines().enumerate() {
         let number = index + 1;
         let text = text.with_context(|| format!("reading line {number}"))?;
@@ -139,13 +142,43 @@ pub(crate) async fn import(
                 counts.conversations += 1;
                 counts.messages += messages.len();
             }
-            Record::Schedule { .. } | Record::LaterMessage { .. } if !counts.skipped.is_empty() => {
-            }
             Record::Schedule { schedule } => {
+                if schedules.is_none() {
+                    schedules = Some(unless_unsupported(store.schedules(None).await)?);
+                }
+                let held = schedules.as_deref().unwrap_or_default();
+                if held.iter().any(|s| {
+                    (&s.conversation, &s.prompt, &s.recurrence)
+                        == (
+                            &schedule.conversation,
+                            &schedule.prompt,
+                            &schedule.recurrence,
+                        )
+                }) {
+                    counts
+                        .skipped
+                        .push(format!("schedule “{}”", schedule.prompt));
+                    continue;
+                }
                 store.add_schedule(&schedule).await?;
                 counts.schedules += 1;
             }
             Record::LaterMessage { message } => {
+                if later.is_none() {
+                    later = Some(unless_unsupported(
+                        store.due_later_messages(end_of_time()).await,
+                    )?);
+                }
+                let held = later.as_deref().unwrap_or_default();
+                if held.iter().any(|m| {
+                    (&m.conversation, &m.text, m.due)
+                        == (&message.conversation, &message.text, message.due)
+                }) {
+                    counts
+                        .skipped
+                        .push(format!("later message “{}”", message.text));
+                    continue;
+                }
                 store.add_later_message(&message).await?;
                 counts.later += 1;
             }
@@ -155,6 +188,11 @@ pub(crate) async fn import(
         anyhow::bail!("the file is empty: nothing to import");
     }
     Ok(counts)
+}
+
+/// A time every later message is due by.
+fn end_of_time() -> SystemTime {
+    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(u32::MAX.into())
 }
 
 /// Replaces each image the store keeps apart with its bytes.

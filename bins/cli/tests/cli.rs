@@ -1601,7 +1601,7 @@ async fn history_export_and_import_move_the_file_to_postgresql_once() {
         stdout(&again)
     );
     assert!(
-        stdout(&again).contains("already there: ops, cli"),
+        stdout(&again).contains("already there: ops, cli, later message “Rebooting now.”"),
         "{}",
         stdout(&again)
     );

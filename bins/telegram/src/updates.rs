@@ -354,10 +354,15 @@ impl Said {
             place: Place::of_raw(message)?,
             answering: Place::answering_raw(message),
             user: from.get("id")?.as_u64()?,
-            name: from
-                .get("first_name")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
+            // As teloxide's `full_name`: the first name, then the last.
+            name: Some(
+                ["first_name", "last_name"]
+                    .iter()
+                    .filter_map(|key| from.get(key)?.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+            .filter(|name| !name.is_empty()),
             text,
             files,
             album: message

@@ -22,6 +22,9 @@ const GONE_AFTER: Duration = Duration::from_secs(30);
 /// entries were claimed.
 const FORGET_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The advisory lock claims run under ("FRBC").
+const CLAIM_LOCK: i64 = 0x4652_4243;
+
 const BEAT: &str = "INSERT INTO replicas (id, seen_at) VALUES ($1, now())
      ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at";
 
@@ -66,25 +69,34 @@ async fn beat(inner: Weak<Inner>) {
 
 /// Takes the unfinished entries of replicas that stopped (or of none: a
 /// database written before replicas were tracked) for this store, oldest
-/// first. One statement: two replicas claiming at once each get other
-/// entries, the row locks deciding.
+/// first, under [`CLAIM_LOCK`]: two replicas claiming at once never both
+/// get an entry.
 pub(super) async fn claim(store: &PostgresHistory) -> Result<Vec<Intake>, Fail> {
     join(store).await?;
     let gone = GONE_AFTER.as_secs_f64();
-    let rows = store
-        .query(
-            &format!(
-                "UPDATE journal SET owner = $1
-                 WHERE stage <> 'delivered' AND owner IS DISTINCT FROM $1
-                   AND NOT EXISTS (
-                       SELECT 1 FROM replicas
-                       WHERE replicas.id = journal.owner
-                         AND replicas.seen_at > now() - make_interval(secs => $2))
-                 RETURNING {INTAKE_COLUMNS}, seq"
-            ),
-            &[&store.inner.owner, &gone],
-        )
+    let mut client = store.client().await?;
+    let tx = client.transaction().await?;
+    // One claimant at a time, each seeing what the one before committed:
+    // a statement alone would judge a replica that just started (and
+    // claimed) by a snapshot from before its first beat, and take its
+    // entries too.
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK])
         .await?;
+    let rows = super::select(
+        &tx,
+        &format!(
+            "UPDATE journal SET owner = $1
+             WHERE stage <> 'delivered' AND owner IS DISTINCT FROM $1
+               AND NOT EXISTS (
+                   SELECT 1 FROM replicas
+                   WHERE replicas.id = journal.owner
+                     AND replicas.seen_at > now() - make_interval(secs => $2))
+             RETURNING {INTAKE_COLUMNS}, seq"
+        ),
+        &[&store.inner.owner, &gone],
+    )
+    .await?;
+    tx.commit().await?;
     let mut claimed = rows
         .iter()
         .map(|row| Ok((row.try_get::<_, i64>(9)?, intake_from(row)?)))

@@ -437,13 +437,14 @@ impl fmt::Debug for TelegramConfig {
 }
 
 impl TelegramConfig {
-    /// With `webhook_url`: an http(s) URL, a secret Telegram accepts, and
+    /// With `webhook_url`: an HTTPS URL (Telegram posts to no other), a
+    /// secret Telegram accepts, and
     /// an address to listen on.
     fn validate_webhook(&self) -> Result<(), ConfigError> {
         let Some(url) = &self.webhook_url else {
             return Ok(());
         };
-        if !(url.starts_with("https://") || url.starts_with("http://")) {
+        if !url.starts_with("https://") {
             return Err(ConfigError::Invalid(format!(
                 "`telegram.webhook_url` is `{url}`; give the public HTTPS URL Telegram posts updates to, e.g. https://bot.example.com/telegram"
             )));
