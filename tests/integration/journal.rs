@@ -327,6 +327,29 @@ async fn a_call_running_at_the_crash_is_not_run_again_unasked() {
 }
 
 #[tokio::test]
+async fn an_entry_of_another_front_end_is_left_for_it() {
+    let (_dir, store) = store("journal-foreign").await;
+    // A `ferrobot run` the CLI journaled in the same file: not a message
+    // the bot can read.
+    let cli = Intake::new("cli:c:1", "c", r#"{"prompt":"hello","images":[]}"#);
+    store.receive(&cli).await.unwrap();
+    let chat = Chat::with(Vec::new());
+    let mock = MockProvider::new();
+    let agent = Agent::builder()
+        .provider(mock.clone())
+        .history(restarted(&store).await)
+        .build();
+    serve(agent, chat.clone()).await.unwrap();
+    assert!(chat.log().is_empty(), "{:?}", chat.log());
+    assert!(mock.requests().is_empty());
+    // Still there for the CLI's next run to recover.
+    assert_eq!(
+        store.intake("cli:c:1").await.unwrap().unwrap().stage,
+        Stage::Received
+    );
+}
+
+#[tokio::test]
 async fn a_command_that_was_running_is_not_run_again() {
     let (_dir, store) = store("journal-command").await;
     store
