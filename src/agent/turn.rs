@@ -97,6 +97,27 @@ pub(super) async fn run(
             () = cancel.cancelled() => return Err(Error::Cancelled),
         }
     };
+    let tail = inner.prompt_tail.as_ref().and_then(|tail| {
+        let turn = super::TurnInfo {
+            conversation: &conversation,
+            user,
+            user_name: request.user_name.as_deref(),
+            now: std::time::SystemTime::now(),
+        };
+        tail.tail(&turn).filter(|text| !text.trim().is_empty())
+    });
+    // Once for the turn: every model call of it sends the same prompt.
+    let prompt = tail.map(|tail| {
+        let base = typed
+            .as_ref()
+            .and_then(Typed::system)
+            .or(system.as_deref())
+            .or(inner.system_prompt.as_deref());
+        match base {
+            Some(base) => format!("{base}\n\n{tail}"),
+            None => tail,
+        }
+    });
     let running = inner.running.start(&conversation, cancel);
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
     let turn = Turn {
@@ -113,15 +134,7 @@ pub(super) async fn run(
         within: request.within.as_ref(),
         scope: None,
         system,
-        tail: inner.prompt_tail.as_ref().and_then(|tail| {
-            let turn = super::TurnInfo {
-                conversation: &conversation,
-                user,
-                user_name: request.user_name.as_deref(),
-                now: std::time::SystemTime::now(),
-            };
-            tail.tail(&turn).filter(|text| !text.trim().is_empty())
-        }),
+        prompt,
         journal: request.journal.as_deref(),
         interrupted: Vec::new(),
     };
@@ -250,8 +263,9 @@ struct Turn<'a, S> {
     /// The system prompt with the agent's [`Instructions`](super::Instructions),
     /// when it has any; else the agent's own is sent.
     system: Option<Arc<str>>,
-    /// The end of the system prompt for this turn ([`PromptTail`](super::PromptTail)).
-    tail: Option<String>,
+    /// The whole system prompt, when the agent's [`PromptTail`](super::PromptTail)
+    /// ends it: made once for the turn.
+    prompt: Option<String>,
     /// The journaled message the turn answers, whose entry it marks.
     journal: Option<&'a str>,
     /// Calls that were running when a crash interrupted the turn being
@@ -711,19 +725,12 @@ impl<S: EventSink> Turn<'_, S> {
             .as_ref()
             .map_or(0, |policy| policy.start(history));
         let typed = self.typed.as_ref();
-        let system = typed
-            .and_then(Typed::system)
-            .or(self.system.as_deref())
-            .or(self.inner.system_prompt.as_deref());
-        let with_tail;
-        let system = match (&self.tail, system) {
-            (None, system) => system,
-            (Some(tail), None) => Some(tail.as_str()),
-            (Some(tail), Some(system)) => {
-                with_tail = format!("{system}\n\n{tail}");
-                Some(with_tail.as_str())
-            }
-        };
+        let system = self.prompt.as_deref().or_else(|| {
+            typed
+                .and_then(Typed::system)
+                .or(self.system.as_deref())
+                .or(self.inner.system_prompt.as_deref())
+        });
         let request = ChatRequest::new(&history[start..])
             .system(system)
             .tools(tools)
