@@ -138,7 +138,7 @@ async fn update(State(endpoint): State<Endpoint>, headers: HeaderMap, body: Byte
         .map_or(&[][..], |webhook| webhook.secret.as_bytes());
     let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes());
     if !given.is_some_and(|given| same(given, secret)) {
-        tracing::warn!("refused a webhook request without the secret: not from Telegram");
+        refused();
         return StatusCode::UNAUTHORIZED;
     }
     let update: Update = match serde_json::from_slice(&body) {
@@ -196,6 +196,22 @@ impl Endpoint {
             Ok(_) => StatusCode::OK,
             Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
+    }
+}
+
+/// Logs a request refused for want of the secret: a warning at most once
+/// a minute (anyone can post to a public URL, and scanners do), the rest
+/// at debug level.
+fn refused() {
+    static LAST_WARNED: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    let mut last = LAST_WARNED.lock().unwrap_or_else(PoisonError::into_inner);
+    if last.is_none_or(|at| at.elapsed() > Duration::from_secs(60)) {
+        *last = Some(std::time::Instant::now());
+        tracing::warn!(
+            "refused a webhook request without the secret: not from Telegram (more are logged at debug level for a minute)"
+        );
+    } else {
+        tracing::debug!("refused a webhook request without the secret");
     }
 }
 
