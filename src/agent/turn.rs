@@ -82,8 +82,10 @@ pub(super) async fn run(
             guard = inner.history.lock_turn(&conversation) => guard?,
             () = cancel.cancelled() => return Err(Error::Cancelled),
         };
-        // A recovery or a resumed turn is the interrupted one itself.
-        if !matches!(start, Start::Message(_)) {
+        // A recovery or a resumed turn is the interrupted one itself; a
+        // store only this process uses (no shared lock) has its
+        // interrupted turns recovered before new ones, and isn't asked.
+        if shared.is_none() || !matches!(start, Start::Message(_)) {
             break (turn, shared);
         }
         let own = request.journal.as_deref();

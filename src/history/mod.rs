@@ -441,9 +441,9 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     /// answer), or that a replica is recovering: another turn must not run
     /// beside them, or it would answer the wrong message. A new turn
     /// holding the conversation's [`lock_turn`](Self::lock_turn) waits
-    /// until there are none but its own (logged; at most 15 minutes). By
-    /// default, none: one process uses the store, and it recovers such
-    /// turns before new ones.
+    /// until there are none but its own (logged; at most 15 minutes); only
+    /// a store that gives such a lock is asked. By default, none: one
+    /// process uses the store, and it recovers such turns before new ones.
     ///
     /// # Errors
     /// When the store fails.
