@@ -634,7 +634,7 @@ async fn execute(
         call.id.clone(),
         call_cancel.clone(),
         inner.state.clone(),
-        inner.notifier.clone(),
+        inner.later.clone(),
     )
     .with_caller(Arc::clone(scope) as Arc<dyn std::any::Any + Send + Sync>);
     let limit = tool.timeout().unwrap_or(inner.tool_timeout);

@@ -114,6 +114,8 @@ pub(crate) struct Inner {
     /// Shared with the turns of its sub-agents, which are held to it too.
     policy: Arc<Policy>,
     notifier: Option<Arc<dyn Notifier>>,
+    /// Tools' later messages when no scheduler keeps them.
+    later: Option<crate::tool::context::LaterInMemory>,
     context: Option<crate::history::ContextPolicy>,
     images: ImagePolicy,
     settings: ModelSettings,
@@ -253,6 +255,9 @@ impl Agent {
                 history: history.unwrap_or_else(|| Arc::new(MemoryHistory::new())),
                 confirm,
                 policy: Arc::new(policy),
+                later: notifier
+                    .clone()
+                    .map(crate::tool::context::LaterInMemory::new),
                 notifier,
                 context,
                 images,

@@ -351,6 +351,54 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Takes back `conversation`'s later messages that say exactly `text`
+    /// and are not sent yet; returns how many there were. What
+    /// [`ToolContext::withdraw_later`](crate::ToolContext::withdraw_later)
+    /// does when the agent has a running scheduler.
+    ///
+    /// # Errors
+    /// [`ScheduleError::NotRunning`] when no loop runs, [`ScheduleError::Store`]
+    /// when the store fails or keeps no later messages.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), ferrobot::schedule::ScheduleError> {
+    /// use std::time::Duration;
+    /// use ferrobot::schedule::Scheduler;
+    /// use ferrobot::{Agent, testing::MockProvider};
+    ///
+    /// let scheduler = Scheduler::new();
+    /// let agent = Agent::builder().provider(MockProvider::replying("ok")).build();
+    /// let running = tokio::spawn(scheduler.run(agent, |_: String, _: String| async {}));
+    /// scheduler.send_later("alice", "Rebooting now.", Duration::from_secs(60)).await?;
+    /// assert_eq!(scheduler.withdraw_later("alice", "Rebooting now.").await?, 1);
+    /// assert_eq!(scheduler.withdraw_later("alice", "Rebooting now.").await?, 0);
+    /// running.abort();
+    /// # Ok(()) }
+    /// ```
+    pub async fn withdraw_later(
+        &self,
+        conversation: &str,
+        text: &str,
+    ) -> Result<usize, ScheduleError> {
+        let store = self.store()?;
+        // Every message not sent yet, however far off.
+        let end_of_time = SystemTime::UNIX_EPOCH + Duration::from_secs(u32::MAX.into());
+        let mut withdrawn = 0;
+        for message in store.due_later_messages(end_of_time).await? {
+            if message.conversation == conversation
+                && message.text == text
+                && store.take_later_message(message.id).await?
+            {
+                withdrawn += 1;
+            }
+        }
+        if withdrawn > 0 {
+            self.shared.wake.notify_one();
+        }
+        Ok(withdrawn)
+    }
+
     /// A schedule in a line, for people and models: `3: “report the disk
     /// usage”, every 1d; next 2026-12-03 08:00 (Europe/Paris); last run
     /// failed: …`.

@@ -4,10 +4,11 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
@@ -182,6 +183,69 @@ where
     }
 }
 
+/// The agent's later messages kept in memory (no running scheduler): sent
+/// by its notifier, and listed while they wait so a tool can withdraw them.
+#[derive(Clone)]
+pub(crate) struct LaterInMemory {
+    notifier: Arc<dyn Notifier>,
+    waiting: Arc<Mutex<Vec<Waiting>>>,
+}
+
+struct Waiting {
+    conversation: Arc<str>,
+    text: String,
+    task: AbortHandle,
+}
+
+impl LaterInMemory {
+    pub(crate) fn new(notifier: Arc<dyn Notifier>) -> Self {
+        Self {
+            notifier,
+            waiting: Arc::default(),
+        }
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn send(&self, conversation: Arc<str>, text: String, delay: Duration) -> Result<(), ToolError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| ToolError::new("cannot send messages later outside a Tokio runtime"))?;
+        let notifier = Arc::clone(&self.notifier);
+        let (to, said) = (conversation.to_string(), text.clone());
+        let task = runtime.spawn(async move {
+            tokio::time::sleep(delay).await;
+            notifier.notify(to, said).await;
+        });
+        let mut waiting = self.waiting();
+        // Sent ones go as new ones come, so the list stays as long as what waits.
+        waiting.retain(|w| !w.task.is_finished());
+        waiting.push(Waiting {
+            conversation,
+            text,
+            task: task.abort_handle(),
+        });
+        Ok(())
+    }
+
+    fn withdraw(&self, conversation: &str, text: &str) -> usize {
+        let mut withdrawn = 0;
+        self.waiting().retain(|w| {
+            if w.task.is_finished() {
+                return false;
+            }
+            let wanted = &*w.conversation == conversation && w.text == text;
+            if wanted {
+                w.task.abort();
+                withdrawn += 1;
+            }
+            !wanted
+        });
+        withdrawn
+    }
+}
+
 /// What a tool call receives besides its arguments: which conversation asked,
 /// a cancellation token, the agent's shared state, and a way to message the
 /// user later.
@@ -199,7 +263,7 @@ pub struct ToolContext {
     call_id: String,
     cancel: CancellationToken,
     state: SharedState,
-    notifier: Option<Arc<dyn Notifier>>,
+    later: Option<LaterInMemory>,
     /// The turn that runs the call, as the agent describes it to the
     /// sub-agents a call may start (`agent::sub::TurnScope`): permissions,
     /// budget and events flow down through it. Kept opaque here, so the
@@ -222,14 +286,14 @@ impl ToolContext {
         call_id: String,
         cancel: CancellationToken,
         state: SharedState,
-        notifier: Option<Arc<dyn Notifier>>,
+        later: Option<LaterInMemory>,
     ) -> Self {
         Self {
             conversation,
             call_id,
             cancel,
             state,
-            notifier,
+            later,
             caller: None,
         }
     }
@@ -342,18 +406,62 @@ impl ToolContext {
     }
 
     fn notify_later_in_memory(&self, text: String, delay: Duration) -> Result<(), ToolError> {
-        let Some(notifier) = self.notifier.clone() else {
+        let Some(later) = &self.later else {
             return Err(ToolError::new(
                 "this agent cannot send messages later: it was built without a notifier",
             ));
         };
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| ToolError::new("cannot send messages later outside a Tokio runtime"))?;
-        let conversation = self.conversation.to_string();
-        runtime.spawn(async move {
-            tokio::time::sleep(delay).await;
-            notifier.notify(conversation, text).await;
-        });
-        Ok(())
+        later.send(Arc::clone(&self.conversation), text, delay)
+    }
+
+    /// Withdraws this conversation's later messages that say exactly
+    /// `text` and are not sent yet — e.g. "powering off now" once the
+    /// shutdown is cancelled — and returns how many there were. Stored ones
+    /// are found after a restart too, so a fixed text can always be taken
+    /// back.
+    ///
+    /// # Errors
+    /// When the store of a running scheduler fails; the message says why.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use ferrobot::ToolContext;
+    /// let ctx = ToolContext::for_test("alice");
+    /// assert_eq!(ctx.withdraw_later("Rebooting now.").await.unwrap(), 0);
+    /// # }
+    /// ```
+    pub async fn withdraw_later(&self, text: &str) -> Result<usize, ToolError> {
+        let waiting = self
+            .later
+            .as_ref()
+            .map_or(0, |later| later.withdraw(&self.conversation, text));
+        Ok(waiting + self.withdraw_stored(text).await?)
+    }
+
+    /// [`withdraw_later`](Self::withdraw_later) of the messages a running
+    /// scheduler keeps.
+    #[cfg(feature = "schedule")]
+    async fn withdraw_stored(&self, text: &str) -> Result<usize, ToolError> {
+        use crate::history::HistoryError;
+        use crate::schedule::{ScheduleError, Scheduler};
+        let Some(scheduler) = self.state::<Scheduler>() else {
+            return Ok(0);
+        };
+        match scheduler.withdraw_later(&self.conversation, text).await {
+            Ok(withdrawn) => Ok(withdrawn),
+            Err(
+                ScheduleError::NotRunning | ScheduleError::Store(HistoryError::Unsupported { .. }),
+            ) => Ok(0),
+            Err(error) => Err(ToolError::new(format!(
+                "could not withdraw the later message: {}",
+                error.chain()
+            ))),
+        }
+    }
+
+    #[cfg(not(feature = "schedule"))]
+    async fn withdraw_stored(&self, _text: &str) -> Result<usize, ToolError> {
+        Ok(0)
     }
 }

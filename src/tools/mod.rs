@@ -5,8 +5,12 @@
 //! ordinary `#[tool]` and can be registered alone. A reading this machine
 //! can't provide (temperatures in a container, say) is answered with a clear
 //! sentence, not an error.
+//!
+//! [`power()`] is opt-in: `shutdown`, `reboot` and `cancel_shutdown`, over
+//! the system's `shutdown` command ([`SystemPower`]) or a fake in tests.
 
 mod command;
+mod power;
 // The tools' doc comments are what the model reads; rustdoc sections such as
 // `# Errors` would be sent to it too.
 #[allow(clippy::missing_errors_doc)]
@@ -15,6 +19,7 @@ mod system;
 use std::sync::Arc;
 
 pub use command::{CommandTool, ParamKind};
+pub use power::{PowerAction, PowerControl, SystemPower, power};
 pub use system::{
     cpu_load, disk_usage, memory, network_interfaces, os_info, report as system_report,
     temperatures, top_processes, uptime,

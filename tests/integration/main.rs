@@ -88,6 +88,10 @@ mod postgres;
 // The batteries-included system tools, reading this machine.
 #[cfg(feature = "tools")]
 mod system_tools;
+// The power tools: planned, announced, withdrawn after a restart,
+// `/cancel_shutdown` mid-turn, the system's command line.
+#[cfg(all(feature = "tools", feature = "schedule", feature = "sqlite"))]
+mod power;
 // proptest: any split of a stream into network reads gives the same events.
 #[cfg(feature = "openai")]
 mod split;

@@ -17,13 +17,21 @@ use crate::history::Store;
 use crate::{LoadedConfig, ToolState, watch_tools_file};
 
 impl LoadedConfig {
-    /// The tools a bot offers: the system tools, then the command tools of
-    /// the tools file, if there is one.
+    /// The tools a bot offers: the system tools, the power tools when
+    /// `[tools] power` is set, then the command tools of the tools file, if
+    /// there is one.
     ///
     /// # Errors
-    /// When the tools file has mistakes; the message names them.
+    /// When the tools file has mistakes or `power_command` is empty; the
+    /// message names them.
     pub fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ferrobot::BoxError> {
         let mut tools = ferrobot::tools::system();
+        let settings = &self.config.tools;
+        if settings.power {
+            let power = ferrobot::tools::SystemPower::command(&settings.power_command)
+                .map_err(|message| format!("tools.power_command: {message}"))?;
+            tools.extend(ferrobot::tools::power(power));
+        }
         let file = self.tools_file_path();
         if file.is_file() {
             let commands = ferrobot::tools::CommandTool::load_file(&file)?;

@@ -379,6 +379,20 @@ pub struct ToolsConfig {
     /// `tools.toml` in the per-user config directory, if it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<RelativePathBuf>,
+    /// Offers the power tools: `shutdown` and `reboot` (asked first, the
+    /// user told just before) and `cancel_shutdown` (also
+    /// `/cancel_shutdown`). By default, `false`.
+    #[serde(default)]
+    pub power: bool,
+    /// The command the power tools run, a program and its first
+    /// arguments, e.g. `["sudo", "-n", "shutdown"]`. By default,
+    /// `["shutdown"]`.
+    #[serde(default = "default_power_command")]
+    pub power_command: Vec<String>,
+}
+
+fn default_power_command() -> Vec<String> {
+    vec!["shutdown".to_owned()]
 }
 
 /// `[telegram]`: the Telegram bot (`ferrobot-telegram`).
@@ -553,7 +567,12 @@ impl Default for Config {
                 url: None,
                 pool_size: None,
             },
-            tools: ToolsConfig { state_file: None, file: None },
+            tools: ToolsConfig {
+                state_file: None,
+                file: None,
+                power: false,
+                power_command: default_power_command(),
+            },
             telegram: TelegramConfig {
                 token: None,
                 api_url: "https://api.telegram.org".into(),

@@ -37,3 +37,7 @@ mod crash;
 mod scale;
 // Webhook mode: the secret checked, each update answered once, albums gathered.
 mod webhook;
+// The power tools: confirmed, planned through the configured command,
+// `/cancel_shutdown` mid-turn and after.
+#[cfg(unix)]
+mod power;
