@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio_util::task::AbortOnDropHandle;
 
-use ferrobot::agent::{Agent, Delegate, TurnBudget};
+use ferrobot::agent::{Agent, Delegate, TurnBudget, TurnWatcher};
 use ferrobot::bot::{Channel, ChannelConfirm, ChannelError, ChannelNotifier};
 use ferrobot::confirm::ConfirmHandler;
 use ferrobot::schedule::{Retries, Scheduler};
@@ -85,6 +85,10 @@ impl LoadedConfig {
         let settings = &self.config.agent;
         let tools = self.tools()?;
         let delegate = self.delegate(&tools)?;
+        // Turns counted for the panel, and traced when `[logging] traces`.
+        let traces = (self.config.logging.traces)
+            .then(|| Arc::new(crate::Traces::new(self.traces_path())) as Arc<dyn TurnWatcher>);
+        let activity = crate::activity::Activity::new(traces);
         let agent = Agent::builder()
             .provider(provider)
             .context(context)
@@ -105,12 +109,8 @@ impl LoadedConfig {
             .confirm(confirm)
             .notifier(notifier)
             .state(self.scheduler()?)
-            .maybe_watcher(
-                self.config
-                    .logging
-                    .traces
-                    .then(|| crate::Traces::new(self.traces_path())),
-            )
+            .watcher(activity.clone())
+            .state(activity)
             .maybe_prompt_tail(self.prompt_facts());
         let agent = match history {
             Store::Sqlite(store) => agent.history(store).build(),
@@ -188,7 +188,8 @@ impl LoadedConfig {
     /// state and tools files followed as they change, and, when `notice_to`
     /// resolves to a conversation (once
     /// the channel is connected), a start-up report sent there
-    /// ([`system_report`](ferrobot::tools::system_report)).
+    /// ([`system_report`](ferrobot::tools::system_report)), and the
+    /// process's runtime file and control panel ([`Panel`](crate::panel::Panel)).
     ///
     /// # Errors
     /// When another bot serves from the same history file, the agent can't
@@ -244,6 +245,7 @@ impl LoadedConfig {
         });
         let _state = AbortOnDropHandle::new(ToolState::watch(self.tool_state_path(), &agent));
         let _tools = AbortOnDropHandle::new(watch_tools_file(self.tools_file_path(), &agent));
+        let _panel = crate::panel::Panel::start(self, &agent).await;
         let _notice = notice_to.map(|notice_to| {
             let channel = Arc::clone(&channel);
             AbortOnDropHandle::new(tokio::spawn(async move {

@@ -20,12 +20,16 @@
 //! - [`tool_state`]: which tools are switched off, in a file every process
 //!   shares, and following the tools file.
 //! - [`trace`]: one JSON line per turn in `traces.jsonl`.
+//! - [`activity`]: the turns counted and the latest warnings and errors,
+//!   for the [`panel`]: the control panel on loopback, and the runtime
+//!   files `ferrobot status` reads.
 //! - [`logging`]: the terminal, the rotating log file and the traces
 //!   (`[logging]`).
 //! - [`single`]: one bot per history file, by a lock beside it.
 //! - [`run`]: a bot binary's `main` (arguments, logging, exit codes), and
 //!   [`retry`](mod@retry): the rule for retrying a chat platform's API.
 
+pub mod activity;
 pub mod agent;
 pub mod config;
 pub mod context;
@@ -33,6 +37,7 @@ pub mod history;
 pub mod images;
 pub mod logging;
 pub mod mcp;
+pub mod panel;
 pub mod prompt;
 pub mod retry;
 pub mod run;
@@ -43,7 +48,7 @@ pub mod trace;
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, ContextConfig, DatabaseUrl, Dialect,
     DiscordConfig, HistoryConfig, LlmConfig, LoadedConfig, LoggingConfig, McpConfig,
-    McpServerConfig, PermissionsConfig, ScheduleConfig, Secret, TelegramConfig, ToolsConfig,
+    McpServerConfig, PanelConfig, PermissionsConfig, ScheduleConfig, Secret, TelegramConfig, ToolsConfig,
     WhileBusyMode, user_config_file, user_data_dir,
 };
 pub use mcp::McpServers;

@@ -81,6 +81,7 @@ pub fn init(loaded: Option<&LoadedConfig>, console: &str) -> Option<WorkerGuard>
     tracing_subscriber::registry()
         .with(terminal)
         .with(file)
+        .with(crate::activity::Problems)
         .init();
     if let Some((folder, error)) = failed {
         tracing::warn!(folder = %folder.display(), %error, "could not write logs there: logging to the terminal only (set [logging] folder)");

@@ -70,6 +70,14 @@ pub(crate) enum Command {
     /// Probe the model server (reachable, model present, latency) and
     /// each MCP server of `[mcp.servers]` (connects, lists its tools).
     Doctor,
+    /// The bots of this config: running or not, since when, their model
+    /// server's health, turns and latest problems, and each panel's address
+    /// with its token. Exit 0 when one runs, 3 when none does.
+    Status {
+        /// One JSON array of objects, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// The MCP servers of `[mcp.servers]`.
     Mcp {
         #[command(subcommand)]

@@ -81,6 +81,75 @@ pub(crate) async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `ferrobot status`: the bots of this config, from their runtime files and
+/// panels.
+pub(crate) async fn status(loaded: &LoadedConfig, json: bool) -> anyhow::Result<ExitCode> {
+    use ferrobot_app::panel::local_time;
+    let dir = loaded.runtime_dir();
+    let seen = ferrobot_app::panel::survey(&dir).await;
+    let running = seen.iter().any(|bot| bot.running);
+    if json {
+        out!("{}", serde_json::to_string_pretty(&seen)?);
+    } else if seen.is_empty() {
+        out!("No bot has run with this config (no runtime files in {}).", dir.display());
+    }
+    for bot in seen.iter().filter(|_| !json) {
+        let name = format!("{} (pid {})", bot.bot, bot.pid);
+        let Some(uptime) = bot.uptime() else {
+            out!(
+                "{name}: stopped, last seen {} (started {})",
+                local_time(bot.last_seen),
+                local_time(bot.started_at)
+            );
+            continue;
+        };
+        out!(
+            "{name}: running since {} ({} h {} min)",
+            local_time(bot.started_at),
+            uptime / 3600,
+            uptime % 3600 / 60
+        );
+        match (&bot.panel, &bot.status, &bot.panel_error) {
+            (None, ..) => out!("  panel:    none ([panel] is off, or its port was taken)"),
+            (Some(_), _, Some(error)) => out!("  panel:    not answering: {error}"),
+            (Some(panel), Some(status), None) => {
+                out!("  panel:    {panel}");
+                let model = &status["model"];
+                let health = match (model["reachable"].as_bool(), model["model_present"].as_bool()) {
+                    (Some(true), Some(false)) => "reachable, but the model is missing".to_owned(),
+                    (Some(true), _) => format!("reachable ({} ms)", model["latency_ms"]),
+                    _ => format!("unreachable: {}", model["detail"].as_str().unwrap_or("no answer")),
+                };
+                out!(
+                    "  model:    {} at {}: {health}",
+                    model["model"].as_str().unwrap_or_default(),
+                    model["base_url"].as_str().unwrap_or_default()
+                );
+                let turns = &status["turns"];
+                out!(
+                    "  turns:    {} ended, {} failed, {} running",
+                    turns["turns"], turns["failed"], turns["running"]
+                );
+                let problems = status["problems"].as_array().cloned().unwrap_or_default();
+                for problem in problems.iter().rev().take(5) {
+                    out!(
+                        "  {:<5} {}  {}",
+                        problem["level"].as_str().unwrap_or_default(),
+                        local_time(problem["at"].as_u64().unwrap_or_default()),
+                        problem["message"].as_str().unwrap_or_default()
+                    );
+                }
+            }
+            (Some(_), None, None) => {}
+        }
+    }
+    Ok(if running {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DOCTOR)
+    })
+}
+
 /// The model server's part of `doctor`: whether it is well.
 async fn llm_doctor(loaded: &LoadedConfig) -> anyhow::Result<bool> {
     let provider = loaded.provider()?;

@@ -117,11 +117,7 @@ impl Telegram {
                         settings.webhook_listen
                     ))
                 })?,
-                secret: settings
-                    .webhook_secret
-                    .as_ref()
-                    .map(|secret| secret.expose().to_owned())
-                    .ok_or_else(|| {
+                secret: settings.webhook_secret.clone().ok_or_else(|| {
                         Error::Config("telegram.webhook_url needs telegram.webhook_secret".into())
                     })?,
             }),

@@ -91,7 +91,7 @@ pub enum ConfigError {
 }
 
 /// A loaded config, and where each value came from.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct LoadedConfig {
     /// The effective settings.

@@ -63,6 +63,33 @@ pub struct Config {
     /// The log file and the turn traces.
     #[serde(default)]
     pub logging: LoggingConfig,
+    /// The control panel each bot serves on loopback.
+    #[serde(default)]
+    pub panel: PanelConfig,
+}
+
+/// `[panel]`: the control panel each bot process serves on 127.0.0.1 (see
+/// `ferrobot_app::panel`): its status, its tools switched on and off live,
+/// its config viewed and edited. Every call needs the process's token,
+/// kept in its runtime file (`ferrobot status` shows the address).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PanelConfig {
+    /// Whether the bots serve it. By default, yes.
+    pub enabled: bool,
+    /// The loopback port; 0 for any free one. A port another process holds
+    /// is logged and the panel skipped. By default, 8750.
+    pub port: u16,
+}
+
+impl Default for PanelConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            port: 8750,
+        }
+    }
 }
 
 /// `[logging]`: the log file every binary writes besides the terminal, and
@@ -607,6 +634,7 @@ impl Default for Config {
             mcp: McpConfig::default(),
             context: ContextConfig::default(),
             logging: LoggingConfig::default(),
+            panel: PanelConfig::default(),
         }
     }
 }

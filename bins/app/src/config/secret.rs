@@ -33,6 +33,25 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether `given` is this secret, compared in constant time so the
+    /// time taken tells nothing of how much of it matched.
+    ///
+    /// # Examples
+    /// ```
+    /// let secret = ferrobot_app::Secret::new("s3cret");
+    /// assert!(secret.matches(b"s3cret"));
+    /// assert!(!secret.matches(b"s3cre"));
+    /// ```
+    pub fn matches(&self, given: &[u8]) -> bool {
+        let secret = self.0.as_bytes();
+        given.len() == secret.len()
+            && given
+                .iter()
+                .zip(secret)
+                .fold(0, |differ, (a, b)| differ | (a ^ b))
+                == 0
+    }
 }
 
 impl fmt::Debug for Secret {

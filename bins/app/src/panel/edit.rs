@@ -1,0 +1,213 @@
+//! One key of the config file changed from the panel: the file's comments
+//! and layout kept (`toml_edit`), the result checked as the binaries load
+//! it, then written atomically.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use toml_edit::{DocumentMut, Item, Table};
+
+use crate::config::{Config, ConfigSource};
+
+/// What an edit did, for the panel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Edited {
+    /// The file written.
+    pub file: PathBuf,
+    /// The key changed, e.g. `agent.max_tool_rounds`.
+    pub key: String,
+    /// When the change takes effect.
+    pub applies: &'static str,
+    /// The environment variable that overrides the file for this key in
+    /// the running process, if one does.
+    pub overridden_by: Option<String>,
+}
+
+/// Sets `key` (dotted, e.g. `agent.max_tool_rounds`) to `value` in the
+/// config file `file` (made if missing), or removes it when `value` is
+/// null, keeping everything else as written.
+///
+/// # Errors
+/// A message for the user: a secret key (set those in the environment), a
+/// value TOML can't hold, a file that isn't TOML, or a config the binaries
+/// would refuse (their own message). The file is unchanged then.
+pub fn set(file: &Path, key: &str, value: &Value) -> Result<Edited, String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if key.is_empty() || parts.iter().any(|part| part.is_empty()) {
+        return Err(format!("`{key}` is no key: give one such as `agent.max_tool_rounds`"));
+    }
+    if is_secret(&parts) {
+        return Err(format!(
+            "`{key}` holds a secret, which the panel never shows nor writes: set it in the environment (FERROBOT_{}) or in the file by hand",
+            env_name(&parts)
+        ));
+    }
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(format!("could not read {}: {error}", file.display())),
+    };
+    let mut document: DocumentMut = text.parse().map_err(|error| {
+        format!(
+            "{} is not valid TOML, so it is left alone; fix it by hand: {error}",
+            file.display()
+        )
+    })?;
+    let (last, tables) = parts.split_last().expect("a key has a part");
+    let mut table: &mut Table = document.as_table_mut();
+    for part in tables {
+        let item = table.entry(part).or_insert_with(|| {
+            let mut new = Table::new();
+            new.set_implicit(true);
+            Item::Table(new)
+        });
+        table = item.as_table_mut().ok_or_else(|| {
+            format!("`{part}` in `{key}` is a value in the file, not a section")
+        })?;
+    }
+    if value.is_null() {
+        table.remove(last);
+    } else {
+        let mut new = toml_value(value, key)?;
+        match table.get_mut(last) {
+            // Replaced in place: the comments above and beside it stay.
+            Some(Item::Value(old)) => {
+                *new.decor_mut() = old.decor().clone();
+                *old = new;
+            }
+            _ => {
+                table.insert(last, Item::Value(new));
+            }
+        }
+    }
+    let edited = document.to_string();
+    check(file, &edited)?;
+    write(file, &edited).map_err(|error| format!("could not write {}: {error}", file.display()))?;
+    let variable = format!("FERROBOT_{}", env_name(&parts));
+    Ok(Edited {
+        file: file.to_owned(),
+        key: key.to_owned(),
+        applies: "at the next start of each binary reading this file",
+        overridden_by: std::env::var_os(&variable).map(|_| variable),
+    })
+}
+
+/// Keys whose values are secrets (tokens, keys, passwords in URLs), by
+/// name: the panel neither shows nor writes them.
+fn is_secret(parts: &[&str]) -> bool {
+    let last = parts.last().copied().unwrap_or_default();
+    matches!(last, "token" | "api_key" | "webhook_secret")
+        || parts == ["history", "url"]
+        || parts.iter().any(|part| matches!(*part, "env" | "headers"))
+}
+
+/// `agent.max_tool_rounds` → `AGENT__MAX_TOOL_ROUNDS`.
+fn env_name(parts: &[&str]) -> String {
+    parts.join("__").to_uppercase()
+}
+
+fn toml_value(value: &Value, key: &str) -> Result<toml_edit::Value, String> {
+    Ok(match value {
+        Value::Bool(b) => (*b).into(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.into(),
+            (None, Some(f)) => f.into(),
+            (None, None) => return Err(format!("`{key}`: {n} is too large for TOML")),
+        },
+        Value::String(s) => s.as_str().into(),
+        Value::Array(items) => {
+            let mut array = toml_edit::Array::new();
+            for item in items {
+                array.push(toml_value(item, key)?);
+            }
+            array.into()
+        }
+        Value::Object(map) => {
+            let mut inline = toml_edit::InlineTable::new();
+            for (name, item) in map {
+                inline.insert(name, toml_value(item, key)?);
+            }
+            inline.into()
+        }
+        Value::Null => return Err(format!("`{key}`: null inside a value has no TOML form")),
+    })
+}
+
+/// Loads `text` as the binaries would load the file (defaults, then the
+/// file; no environment), from a temporary file beside it.
+fn check(file: &Path, text: &str) -> Result<(), String> {
+    let candidate = file.with_extension("toml.check");
+    std::fs::write(&candidate, text)
+        .map_err(|error| format!("could not write beside {}: {error}", file.display()))?;
+    let loaded = Config::load(&ConfigSource::defaults_only().file(&candidate));
+    let _ = std::fs::remove_file(&candidate);
+    loaded.map(drop).map_err(|error| {
+        // The message names the temporary file; the user knows the real one.
+        error.to_string().replace(
+            &candidate.display().to_string(),
+            &file.display().to_string(),
+        )
+    })
+}
+
+/// Writes `text` over `file` through a temporary file renamed over it,
+/// keeping the file's permissions (it may hold keys).
+fn write(file: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let temporary = file.with_extension("toml.tmp");
+    std::fs::write(&temporary, text)?;
+    if let Ok(metadata) = std::fs::metadata(file) {
+        std::fs::set_permissions(&temporary, metadata.permissions())?;
+    }
+    std::fs::rename(&temporary, file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn temp(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ferrobot-edit-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("ferrobot.toml");
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
+    #[test]
+    fn a_key_is_set_and_the_comments_stay() {
+        let file = temp(
+            "set",
+            "# My bot.\n[agent]\n# Be brief.\nmax_tool_rounds = 4 # low\n\n[llm]\nmodel = \"qwen3:8b\"\n",
+        );
+        let edited = set(&file, "agent.max_tool_rounds", &json!(12)).unwrap();
+        assert_eq!(edited.key, "agent.max_tool_rounds");
+        set(&file, "context.window", &json!(32768)).unwrap();
+        set(&file, "llm.model", &Value::Null).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "# My bot.\n[agent]\n# Be brief.\nmax_tool_rounds = 12 # low\n\n[llm]\n\n[context]\nwindow = 32768\n"
+        );
+    }
+
+    #[test]
+    fn a_bad_value_or_a_secret_leaves_the_file_alone() {
+        let original = "[agent]\nmax_tool_rounds = 4\n";
+        let file = temp("bad", original);
+        let error = set(&file, "agent.max_tool_rounds", &json!("many")).unwrap_err();
+        assert!(error.contains("max_tool_rounds"), "{error}");
+        let error = set(&file, "agent.no_such_key", &json!(1)).unwrap_err();
+        assert!(error.contains("no_such_key"), "{error}");
+        let error = set(&file, "telegram.token", &json!("123:abc")).unwrap_err();
+        assert!(error.contains("FERROBOT_TELEGRAM__TOKEN"), "{error}");
+        let error = set(&file, "agent.max_tool_rounds.x", &json!(1)).unwrap_err();
+        assert!(error.contains("not a section"), "{error}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+        assert!(!file.with_extension("toml.check").exists());
+    }
+}
