@@ -129,7 +129,9 @@ impl TurnWatch for Counted {
         if result.is_err() {
             counts.failed.fetch_add(1, Ordering::Relaxed);
         }
-        counts.last_end.store(unix_secs(SystemTime::now()), Ordering::Relaxed);
+        counts
+            .last_end
+            .store(unix_secs(SystemTime::now()), Ordering::Relaxed);
         counts.ended.fetch_add(1, Ordering::Relaxed);
         if let Some(inner) = self.inner {
             inner.end(result);

@@ -48,8 +48,8 @@ pub mod trace;
 pub use config::{
     AgentConfig, Config, ConfigError, ConfigSource, ContextConfig, DatabaseUrl, Dialect,
     DiscordConfig, HistoryConfig, LlmConfig, LoadedConfig, LoggingConfig, McpConfig,
-    McpServerConfig, PanelConfig, PermissionsConfig, ScheduleConfig, Secret, TelegramConfig, ToolsConfig,
-    WhileBusyMode, user_config_file, user_data_dir,
+    McpServerConfig, PanelConfig, PermissionsConfig, ScheduleConfig, Secret, TelegramConfig,
+    ToolsConfig, WhileBusyMode, user_config_file, user_data_dir,
 };
 pub use mcp::McpServers;
 pub use retry::{Retry, retry};

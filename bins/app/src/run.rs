@@ -76,9 +76,12 @@ where
     let stopped = match Config::load(&source) {
         Ok(loaded) => {
             let _flushed_at_exit = crate::logging::init(Some(&loaded), "info");
+            // Stopped by Ctrl-C or by a service manager's SIGTERM, the bot
+            // is dropped, which removes its runtime file.
             tokio::select! {
                 stopped = bot(loaded) => stopped,
                 _ = tokio::signal::ctrl_c() => Ok(()),
+                () = terminated() => Ok(()),
             }
         }
         Err(error) => Err(Error::Config(error.to_string())),
@@ -93,6 +96,18 @@ where
             })
         }
     }
+}
+
+/// When the process is asked to stop (SIGTERM); never elsewhere.
+async fn terminated() {
+    #[cfg(unix)]
+    if let Ok(mut signals) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    {
+        signals.recv().await;
+        return;
+    }
+    std::future::pending::<()>().await;
 }
 
 /// A mutex's contents, even after a panic while it was held: the bots keep

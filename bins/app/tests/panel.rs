@@ -139,13 +139,20 @@ async fn calls_without_the_token_from_other_sites_or_hosts_or_as_forms_are_refus
             .send()
             .await
             .unwrap();
-        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{header}: {value}");
+        assert_eq!(
+            response.status(),
+            StatusCode::FORBIDDEN,
+            "{header}: {value}"
+        );
     }
     // A name that resolves to loopback only by a rebinding DNS server.
     let rebound = client
         .get(running.url("/api/ping"))
         .bearer_auth(token)
-        .header("host", format!("evil.example:{}", running.runtime.port.unwrap()))
+        .header(
+            "host",
+            format!("evil.example:{}", running.runtime.port.unwrap()),
+        )
         .send()
         .await
         .unwrap();
@@ -160,7 +167,10 @@ async fn calls_without_the_token_from_other_sites_or_hosts_or_as_forms_are_refus
         .await
         .unwrap();
     assert_eq!(form.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert!(running.agent.tools().is_enabled("disk_usage"), "nothing changed");
+    assert!(
+        running.agent.tools().is_enabled("disk_usage"),
+        "nothing changed"
+    );
     // The page itself holds nothing secret, and is never framed.
     let page = client.get(running.url("/")).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
@@ -200,14 +210,23 @@ async fn a_tool_switched_off_is_hidden_at_once_and_stays_off() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(!running.agent.tools().is_enabled("disk_usage"));
     let (_, tools) = running.get("/api/tools").await;
-    assert!(tools.to_string().contains(r#""enabled":false,"name":"disk_usage""#), "{tools}");
+    assert!(
+        tools
+            .to_string()
+            .contains(r#""enabled":false,"name":"disk_usage""#),
+        "{tools}"
+    );
     // Kept in the tool state file, which a restart reads.
     let state = ferrobot_app::ToolState::load(&running.dir.join("tool_state.json")).unwrap();
     assert!(state.is_disabled("disk_usage"));
-    let (status, body) = running.post("/api/tools/no_such_tool", json!({"enabled": false})).await;
+    let (status, body) = running
+        .post("/api/tools/no_such_tool", json!({"enabled": false}))
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["error"], "no tool named `no_such_tool`");
-    let (status, _) = running.post("/api/tools/memory", json!({"on": false})).await;
+    let (status, _) = running
+        .post("/api/tools/memory", json!({"on": false}))
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 }
 
@@ -231,19 +250,27 @@ async fn the_config_is_shown_without_secrets_and_edited_with_its_comments_kept()
     assert!(config["live"].as_str().unwrap().contains("next start"));
     let file = running.dir.join("ferrobot.toml");
     let (status, edited) = running
-        .post("/api/config", json!({"key": "agent.max_tool_rounds", "value": 12}))
+        .post(
+            "/api/config",
+            json!({"key": "agent.max_tool_rounds", "value": 12}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{edited}");
     assert_eq!(edited["key"], "agent.max_tool_rounds");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("# The assistant.\n[agent]\nmax_tool_rounds = 12 # keep it short\n"), "{text}");
+    assert!(
+        text.contains("# The assistant.\n[agent]\nmax_tool_rounds = 12 # keep it short\n"),
+        "{text}"
+    );
     // Refused, the file unchanged: a bad value, an unknown key, a secret.
     for (key, value, says) in [
         ("agent.max_tool_rounds", json!("many"), "max_tool_rounds"),
         ("agent.max_tool_roundz", json!(3), "max_tool_roundz"),
         ("telegram.token", json!("x"), "FERROBOT_TELEGRAM__TOKEN"),
     ] {
-        let (status, body) = running.post("/api/config", json!({"key": key, "value": value})).await;
+        let (status, body) = running
+            .post("/api/config", json!({"key": key, "value": value}))
+            .await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{key}");
         assert!(body["error"].as_str().unwrap().contains(says), "{body}");
     }
@@ -264,7 +291,10 @@ async fn a_taken_port_skips_the_panel_but_not_the_runtime_file() {
         ),
     );
     let agent = loaded
-        .agent(|_: ConfirmRequest| async { false }, |_: String, _: String| async {})
+        .agent(
+            |_: ConfirmRequest| async { false },
+            |_: String, _: String| async {},
+        )
         .await
         .unwrap();
     let panel = Panel::start(&loaded, &agent).await.unwrap();

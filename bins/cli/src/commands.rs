@@ -91,7 +91,10 @@ pub(crate) async fn status(loaded: &LoadedConfig, json: bool) -> anyhow::Result<
     if json {
         out!("{}", serde_json::to_string_pretty(&seen)?);
     } else if seen.is_empty() {
-        out!("No bot has run with this config (no runtime files in {}).", dir.display());
+        out!(
+            "No bot has run with this config (no runtime files in {}).",
+            dir.display()
+        );
     }
     for bot in seen.iter().filter(|_| !json) {
         let name = format!("{} (pid {})", bot.bot, bot.pid);
@@ -115,10 +118,16 @@ pub(crate) async fn status(loaded: &LoadedConfig, json: bool) -> anyhow::Result<
             (Some(panel), Some(status), None) => {
                 out!("  panel:    {panel}");
                 let model = &status["model"];
-                let health = match (model["reachable"].as_bool(), model["model_present"].as_bool()) {
+                let health = match (
+                    model["reachable"].as_bool(),
+                    model["model_present"].as_bool(),
+                ) {
                     (Some(true), Some(false)) => "reachable, but the model is missing".to_owned(),
                     (Some(true), _) => format!("reachable ({} ms)", model["latency_ms"]),
-                    _ => format!("unreachable: {}", model["detail"].as_str().unwrap_or("no answer")),
+                    _ => format!(
+                        "unreachable: {}",
+                        model["detail"].as_str().unwrap_or("no answer")
+                    ),
                 };
                 out!(
                     "  model:    {} at {}: {health}",
@@ -128,7 +137,9 @@ pub(crate) async fn status(loaded: &LoadedConfig, json: bool) -> anyhow::Result<
                 let turns = &status["turns"];
                 out!(
                     "  turns:    {} ended, {} failed, {} running",
-                    turns["turns"], turns["failed"], turns["running"]
+                    turns["turns"],
+                    turns["failed"],
+                    turns["running"]
                 );
                 let problems = status["problems"].as_array().cloned().unwrap_or_default();
                 for problem in problems.iter().rev().take(5) {

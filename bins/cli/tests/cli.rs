@@ -1640,3 +1640,101 @@ fn password_of(url: &str) -> String {
     let info = rest.split_once('@').unwrap().0;
     info.split_once(':').unwrap().1.to_owned()
 }
+
+/// `ferrobot status` before any bot ran, beside a running one (a panel
+/// served by this test process, as a bot serves it), and beside one that
+/// was killed.
+#[tokio::test]
+async fn status_finds_running_and_stopped_bots_through_their_runtime_files() {
+    use ferrobot_app::panel::{Panel, Runtime};
+    let home = Home::new("cli-status");
+    let model = llm(vec![ferrobot_testkit::text_answer("Fine.")]).await;
+    let config = home.path().join("ferrobot.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[llm]\nbase_url = \"{}/v1\"\nmodel = \"m\"\n[history]\npath = \"history.db\"\n\
+             [logging]\nfolder = \".\"\n[panel]\nport = 0\n[context]\nwindow = 32768\n",
+            model.uri()
+        ),
+    )
+    .unwrap();
+    let nothing = ferrobot(&home, &["status"]);
+    assert_eq!(nothing.status.code(), Some(3), "{}", stderr(&nothing));
+    assert!(stdout(&nothing).starts_with("No bot has run with this config"));
+
+    // A bot that was killed: its file stays, its process is gone.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let stale: Runtime = serde_json::from_value(serde_json::json!({
+        "bot": "ferrobot-discord", "pid": gone_pid, "version": "0.1.0",
+        "started_at": 1_796_277_600u64, "config": null, "port": null, "token": null,
+    }))
+    .unwrap();
+    stale.write(&home.path().join("run")).unwrap();
+    let stopped = ferrobot(&home, &["status"]);
+    assert_eq!(stopped.status.code(), Some(3));
+    assert!(
+        stdout(&stopped).starts_with(&format!(
+            "ferrobot-discord (pid {gone_pid}): stopped, last seen "
+        )),
+        "{}",
+        stdout(&stopped)
+    );
+
+    // A running bot, and one turn it answered.
+    let loaded =
+        ferrobot_app::Config::load(&ferrobot_app::ConfigSource::defaults_only().file(&config))
+            .unwrap();
+    let agent = loaded
+        .agent(
+            |_: ferrobot::confirm::ConfirmRequest| async { false },
+            |_: String, _: String| async {},
+        )
+        .await
+        .unwrap();
+    let panel = Panel::start(&loaded, &agent).await.unwrap();
+    agent.handle("c", "hi").await.unwrap();
+    // Run beside the panel, which answers on this test's runtime.
+    let status = |args: &[&str]| {
+        let mut status = command(&home, &[]);
+        status.args(args);
+        tokio::task::spawn_blocking(move || status.output().unwrap())
+    };
+    let output = status(&["status"]).await.unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let me = std::process::id();
+    assert!(
+        text.contains(&format!("(pid {me}): running since ")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  panel:    http://127.0.0.1:{}/#token=",
+            panel.port.unwrap()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("  model:    m at http"), "{text}");
+    assert!(text.contains("reachable ("), "{text}");
+    assert!(
+        text.contains("  turns:    1 ended, 0 failed, 0 running"),
+        "{text}"
+    );
+    let json = status(&["status", "--json"]).await.unwrap();
+    let seen: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let running = seen
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|bot| bot["pid"] == me)
+        .unwrap();
+    assert_eq!(running["running"], true);
+    assert_eq!(running["status"]["turns"]["turns"], 1);
+    assert_eq!(running["status"]["model"]["reachable"], true);
+    // A bot starting forgot the file of the one that was killed.
+    assert_eq!(seen.as_array().unwrap().len(), 1, "{seen}");
+    drop(panel);
+}

@@ -118,8 +118,8 @@ impl Telegram {
                     ))
                 })?,
                 secret: settings.webhook_secret.clone().ok_or_else(|| {
-                        Error::Config("telegram.webhook_url needs telegram.webhook_secret".into())
-                    })?,
+                    Error::Config("telegram.webhook_url needs telegram.webhook_secret".into())
+                })?,
             }),
         };
         Ok(Self {

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use axum::Json;
 use axum::Router;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Request, State};
@@ -11,7 +12,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use axum::Json;
 use ferrobot::Agent;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -20,6 +20,8 @@ use super::Runtime;
 use super::edit;
 use crate::activity::{Activity, recent_problems, unix_secs};
 use crate::{LoadedConfig, Secret, ToolState};
+
+const OTHER_SITE: &str = "requests from other sites are refused";
 
 /// How long a model server's health is reused before it is asked again.
 const HEALTH_FOR: Duration = Duration::from_secs(15);
@@ -69,20 +71,25 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
 /// rebinding) and, for the API, carries the token and was not sent by
 /// another site's page.
 async fn guard(State(panel): State<Panel>, request: Request, next: Next) -> Response {
-    if let Err(refusal) = panel.admit(request.headers(), request.uri().path().starts_with("/api/")) {
-        return refusal;
+    let api = request.uri().path().starts_with("/api/");
+    if let Err((status, message)) = panel.admit(request.headers(), api) {
+        return error(status, message);
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     // Never framed by another page, never cached, no referrer sent on.
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 
 impl Panel {
-    fn admit(&self, headers: &HeaderMap, api: bool) -> Result<(), Response> {
+    /// Why a request is refused, if it is.
+    fn admit(&self, headers: &HeaderMap, api: bool) -> Result<(), (StatusCode, String)> {
         let port = self.0.port;
         let origins = [
             format!("127.0.0.1:{port}"),
@@ -91,7 +98,7 @@ impl Panel {
         ];
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
         if !host.is_some_and(|host| origins.iter().any(|o| o == host)) {
-            return Err(error(
+            return Err((
                 StatusCode::FORBIDDEN,
                 format!("the panel answers to 127.0.0.1:{port} and localhost:{port} only"),
             ));
@@ -101,7 +108,7 @@ impl Panel {
         }
         let site = headers.get("sec-fetch-site").and_then(|h| h.to_str().ok());
         if site.is_some_and(|site| site != "same-origin" && site != "none") {
-            return Err(error(StatusCode::FORBIDDEN, "requests from other sites are refused"));
+            return Err((StatusCode::FORBIDDEN, OTHER_SITE.to_owned()));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let allowed = origin
@@ -110,7 +117,7 @@ impl Panel {
                 .and_then(|origin| origin.strip_prefix("http://"))
                 .is_some_and(|origin| origins.iter().any(|o| o == origin));
             if !allowed {
-                return Err(error(StatusCode::FORBIDDEN, "requests from other sites are refused"));
+                return Err((StatusCode::FORBIDDEN, OTHER_SITE.to_owned()));
             }
         }
         let given = headers
@@ -118,9 +125,10 @@ impl Panel {
             .and_then(|h| h.to_str().ok())
             .and_then(|h| h.strip_prefix("Bearer "));
         if !given.is_some_and(|given| self.0.token.matches(given.as_bytes())) {
-            return Err(error(
+            return Err((
                 StatusCode::UNAUTHORIZED,
-                "the panel needs this process's token: `ferrobot status` gives the address with it",
+                "the panel needs this process's token: `ferrobot status` gives the address with it"
+                    .to_owned(),
             ));
         }
         Ok(())
@@ -270,7 +278,10 @@ struct Edit {
     value: Value,
 }
 
-async fn edit_config(State(panel): State<Panel>, body: Result<Json<Edit>, JsonRejection>) -> Response {
+async fn edit_config(
+    State(panel): State<Panel>,
+    body: Result<Json<Edit>, JsonRejection>,
+) -> Response {
     let Json(change) = match body {
         Ok(body) => body,
         Err(rejection) => return error(rejection.status(), rejection.body_text()),

@@ -35,9 +35,14 @@ pub struct Edited {
 /// would refuse (their own message). The file is unchanged then.
 pub fn set(file: &Path, key: &str, value: &Value) -> Result<Edited, String> {
     let parts: Vec<&str> = key.split('.').collect();
-    if key.is_empty() || parts.iter().any(|part| part.is_empty()) {
-        return Err(format!("`{key}` is no key: give one such as `agent.max_tool_rounds`"));
-    }
+    let Some((last, tables)) = parts
+        .split_last()
+        .filter(|_| parts.iter().all(|part| !part.is_empty()))
+    else {
+        return Err(format!(
+            "`{key}` is no key: give one such as `agent.max_tool_rounds`"
+        ));
+    };
     if is_secret(&parts) {
         return Err(format!(
             "`{key}` holds a secret, which the panel never shows nor writes: set it in the environment (FERROBOT_{}) or in the file by hand",
@@ -55,7 +60,6 @@ pub fn set(file: &Path, key: &str, value: &Value) -> Result<Edited, String> {
             file.display()
         )
     })?;
-    let (last, tables) = parts.split_last().expect("a key has a part");
     let mut table: &mut Table = document.as_table_mut();
     for part in tables {
         let item = table.entry(part).or_insert_with(|| {
@@ -63,9 +67,9 @@ pub fn set(file: &Path, key: &str, value: &Value) -> Result<Edited, String> {
             new.set_implicit(true);
             Item::Table(new)
         });
-        table = item.as_table_mut().ok_or_else(|| {
-            format!("`{part}` in `{key}` is a value in the file, not a section")
-        })?;
+        table = item
+            .as_table_mut()
+            .ok_or_else(|| format!("`{part}` in `{key}` is a value in the file, not a section"))?;
     }
     if value.is_null() {
         table.remove(last);

@@ -88,7 +88,9 @@ impl Panel {
                 return None;
             }
         };
-        let mut tasks = vec![AbortOnDropHandle::new(tokio::spawn(heartbeat(file.clone())))];
+        let mut tasks = vec![AbortOnDropHandle::new(tokio::spawn(heartbeat(
+            file.clone(),
+        )))];
         if let Some(listener) = listener {
             let app = api::router(loaded, agent, &runtime);
             tracing::info!(

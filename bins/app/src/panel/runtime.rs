@@ -80,7 +80,8 @@ impl Runtime {
             .filter(|entry| entry.path().extension().is_some_and(|e| e == "json"))
             .filter_map(|entry| {
                 let touched = entry.metadata().and_then(|m| m.modified()).ok()?;
-                let runtime: Runtime = serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok()?;
+                let runtime: Runtime =
+                    serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok()?;
                 Some((runtime, touched))
             })
             .collect();

@@ -41,3 +41,5 @@ mod webhook;
 // `/cancel_shutdown` mid-turn and after.
 #[cfg(unix)]
 mod power;
+// The control panel in headless Chromium: a tool switched off is no longer offered.
+mod panel;
