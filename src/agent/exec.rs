@@ -295,6 +295,7 @@ async fn run_one(
     let started = Instant::now();
     let span = tracing::info_span!(
         "execute_tool",
+        "otel.name" = %format_args!("execute_tool {}", call.name),
         "gen_ai.operation.name" = "execute_tool",
         "gen_ai.tool.name" = %call.name,
         "gen_ai.tool.call.id" = %call.id,

@@ -711,8 +711,14 @@ impl<S: EventSink> Turn<'_, S> {
         format: Option<&OutputFormat>,
     ) -> CallEnd {
         let provider = &self.inner.provider;
+        // Named and typed as the GenAI conventions want once exported
+        // (`otel.*` is read by OpenTelemetry bridges; formatted only then).
         let span = tracing::info_span!(
             "chat",
+            "otel.name" = %format_args!("chat {}", provider.model_name()),
+            "otel.kind" = "client",
+            "otel.status_code" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
             "gen_ai.operation.name" = "chat",
             "gen_ai.provider.name" = provider.name(),
             "gen_ai.request.model" = provider.model_name(),
@@ -778,6 +784,10 @@ impl<S: EventSink> Turn<'_, S> {
         }
         .instrument(span.clone())
         .await;
+        if let CallEnd::Failed(_, error) = &end {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", tracing::field::display(error.error_type()));
+        }
         if let CallEnd::Complete(assembled) = &end {
             let usage = assembled.usage.unwrap_or_default();
             span.record("gen_ai.usage.input_tokens", usage.input_tokens);

@@ -103,6 +103,23 @@ impl ProviderError {
         }
     }
 
+    /// The kind of failure in a word, for the `error.type` of a span: the
+    /// HTTP status, else `connect`, `timeout`, `stream`, `decode`,
+    /// `gave_up`, `config`, `invalid_request` or `other`.
+    pub(crate) fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            ProviderError::Status { status, .. } => status.to_string().into(),
+            ProviderError::Connect { .. } => "connect".into(),
+            ProviderError::Timeout { .. } => "timeout".into(),
+            ProviderError::Stream { .. } => "stream".into(),
+            ProviderError::Decode { .. } => "decode".into(),
+            ProviderError::GaveUp { .. } => "gave_up".into(),
+            ProviderError::Config(_) => "config".into(),
+            ProviderError::InvalidRequest { .. } => "invalid_request".into(),
+            ProviderError::Other(_) => "other".into(),
+        }
+    }
+
     /// How long the server asked us to wait before retrying, if it said.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

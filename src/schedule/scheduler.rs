@@ -351,14 +351,16 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Takes back `conversation`'s later messages that say exactly `text`
-    /// and are not sent yet; returns how many there were. What
+    /// Takes back the later messages that say exactly `text` and are not
+    /// sent yet, of `conversation` or of every conversation (`None`);
+    /// returns how many there were. What
     /// [`ToolContext::withdraw_later`](crate::ToolContext::withdraw_later)
-    /// does when the agent has a running scheduler.
+    /// does when the agent has a scheduler.
     ///
     /// # Errors
-    /// [`ScheduleError::NotRunning`] when no loop runs, [`ScheduleError::Store`]
-    /// when the store fails or keeps no later messages.
+    /// [`ScheduleError::NotRunning`] before the scheduler ever ran (it has
+    /// no store yet), [`ScheduleError::Store`] when the store fails or keeps
+    /// no later messages.
     ///
     /// # Examples
     /// ```
@@ -371,14 +373,15 @@ impl Scheduler {
     /// let agent = Agent::builder().provider(MockProvider::replying("ok")).build();
     /// let running = tokio::spawn(scheduler.run(agent, |_: String, _: String| async {}));
     /// scheduler.send_later("alice", "Rebooting now.", Duration::from_secs(60)).await?;
-    /// assert_eq!(scheduler.withdraw_later("alice", "Rebooting now.").await?, 1);
-    /// assert_eq!(scheduler.withdraw_later("alice", "Rebooting now.").await?, 0);
+    /// assert_eq!(scheduler.withdraw_later(Some("bob"), "Rebooting now.").await?, 0);
+    /// assert_eq!(scheduler.withdraw_later(Some("alice"), "Rebooting now.").await?, 1);
+    /// assert_eq!(scheduler.withdraw_later(None, "Rebooting now.").await?, 0);
     /// running.abort();
     /// # Ok(()) }
     /// ```
     pub async fn withdraw_later(
         &self,
-        conversation: &str,
+        conversation: Option<&str>,
         text: &str,
     ) -> Result<usize, ScheduleError> {
         let store = self.store()?;
@@ -386,7 +389,7 @@ impl Scheduler {
         let end_of_time = SystemTime::UNIX_EPOCH + Duration::from_secs(u32::MAX.into());
         let mut withdrawn = 0;
         for message in store.due_later_messages(end_of_time).await? {
-            if message.conversation == conversation
+            if conversation.is_none_or(|c| message.conversation == c)
                 && message.text == text
                 && store.take_later_message(message.id).await?
             {

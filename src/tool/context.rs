@@ -229,13 +229,15 @@ impl LaterInMemory {
         Ok(())
     }
 
-    fn withdraw(&self, conversation: &str, text: &str) -> usize {
+    /// Aborts the waiting messages saying `text` (in `conversation`, or
+    /// any); returns how many.
+    fn withdraw(&self, conversation: Option<&str>, text: &str) -> usize {
         let mut withdrawn = 0;
         self.waiting().retain(|w| {
             if w.task.is_finished() {
                 return false;
             }
-            let wanted = &*w.conversation == conversation && w.text == text;
+            let wanted = conversation.is_none_or(|c| *w.conversation == *c) && w.text == text;
             if wanted {
                 w.task.abort();
                 withdrawn += 1;
@@ -432,23 +434,41 @@ impl ToolContext {
     /// # }
     /// ```
     pub async fn withdraw_later(&self, text: &str) -> Result<usize, ToolError> {
+        self.withdraw(Some(&self.conversation), text).await
+    }
+
+    /// [`withdraw_later`](Self::withdraw_later) in every conversation of
+    /// the agent: for an announcement of what happens to the whole machine
+    /// ("Rebooting now."), whichever conversation asked for it.
+    ///
+    /// # Errors
+    /// When the store of a running scheduler fails; the message says why.
+    pub async fn withdraw_later_everywhere(&self, text: &str) -> Result<usize, ToolError> {
+        self.withdraw(None, text).await
+    }
+
+    async fn withdraw(&self, conversation: Option<&str>, text: &str) -> Result<usize, ToolError> {
         let waiting = self
             .later
             .as_ref()
-            .map_or(0, |later| later.withdraw(&self.conversation, text));
-        Ok(waiting + self.withdraw_stored(text).await?)
+            .map_or(0, |later| later.withdraw(conversation, text));
+        Ok(waiting + self.withdraw_stored(conversation, text).await?)
     }
 
-    /// [`withdraw_later`](Self::withdraw_later) of the messages a running
-    /// scheduler keeps.
+    /// [`withdraw`](Self::withdraw) of the messages a running scheduler
+    /// keeps.
     #[cfg(feature = "schedule")]
-    async fn withdraw_stored(&self, text: &str) -> Result<usize, ToolError> {
+    async fn withdraw_stored(
+        &self,
+        conversation: Option<&str>,
+        text: &str,
+    ) -> Result<usize, ToolError> {
         use crate::history::HistoryError;
         use crate::schedule::{ScheduleError, Scheduler};
         let Some(scheduler) = self.state::<Scheduler>() else {
             return Ok(0);
         };
-        match scheduler.withdraw_later(&self.conversation, text).await {
+        match scheduler.withdraw_later(conversation, text).await {
             Ok(withdrawn) => Ok(withdrawn),
             Err(
                 ScheduleError::NotRunning | ScheduleError::Store(HistoryError::Unsupported { .. }),
@@ -461,7 +481,7 @@ impl ToolContext {
     }
 
     #[cfg(not(feature = "schedule"))]
-    async fn withdraw_stored(&self, _text: &str) -> Result<usize, ToolError> {
+    async fn withdraw_stored(&self, _: Option<&str>, _: &str) -> Result<usize, ToolError> {
         Ok(0)
     }
 }

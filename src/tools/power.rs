@@ -176,29 +176,58 @@ impl SystemPower {
 
     async fn run(&self, line: Vec<String>) -> Result<(), String> {
         let shown = line.join(" ");
-        let output = tokio::process::Command::new(&line[0])
+        let mut child = tokio::process::Command::new(&line[0])
             .args(&line[1..])
             .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output()
-            .await
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .map_err(|error| format!("could not run `{shown}`: {error}"))?;
-        if output.status.success() {
+        let mut said = Vec::new();
+        let mut stderr = child.stderr.take();
+        let finished = tokio::time::timeout(COMMAND_WAIT, async {
+            if let Some(stderr) = &mut stderr {
+                let _ = tokio::io::AsyncReadExt::read_to_end(stderr, &mut said).await;
+            }
+            child.wait().await
+        })
+        .await;
+        let status = match finished {
+            Ok(Ok(status)) => status,
+            Ok(Err(error)) => return Err(format!("`{shown}` failed: {error}")),
+            // systemd's `shutdown` hands the plan to logind and returns at
+            // once; sysvinit's and the BSDs' wait in the foreground until
+            // the time comes. Such a one is left running: it is the plan.
+            Err(_) => return Ok(()),
+        };
+        if status.success() {
             return Ok(());
         }
-        let said = String::from_utf8_lossy(&output.stderr);
+        let said = String::from_utf8_lossy(&said);
         let said = said.trim();
         Err(format!(
-            "`{shown}` failed ({}){}{said}",
-            output.status,
+            "`{shown}` failed ({status}){}{said}",
             if said.is_empty() { "" } else { ": " }
         ))
     }
 }
 
+/// How long the `shutdown` command is waited for before it counts as
+/// waiting in the foreground for its time.
+const COMMAND_WAIT: Duration = Duration::from_secs(5);
+
 impl PowerControl for SystemPower {
     fn schedule(&self, action: PowerAction, delay: Duration) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(self.run(self.arguments(action, delay)))
+        Box::pin(async move {
+            if cfg!(windows) {
+                // Windows refuses a second plan (error 1190): the new one
+                // replaces the old, as elsewhere.
+                let mut abort = self.program.clone();
+                abort.push("/a".to_owned());
+                let _ = self.run(abort).await;
+            }
+            self.run(self.arguments(action, delay)).await
+        })
     }
 
     fn cancel(&self) -> BoxFuture<'_, Result<(), String>> {
@@ -253,7 +282,10 @@ struct When {
 /// assert!(agent.tools().get("cancel_shutdown").is_some());
 /// ```
 pub fn power(control: impl PowerControl) -> Vec<Arc<dyn Tool>> {
-    let control: Arc<dyn PowerControl> = Arc::new(control);
+    let power = Arc::new(Power {
+        control: Box::new(control),
+        one_at_a_time: tokio::sync::Mutex::new(()),
+    });
     vec![
         plan(
             "shutdown",
@@ -261,7 +293,7 @@ pub fn power(control: impl PowerControl) -> Vec<Arc<dyn Tool>> {
              and told just before; `cancel_shutdown` calls it off.",
             "Power this machine off in {minutes} minute(s)?",
             PowerAction::PowerOff,
-            &control,
+            &power,
         ),
         plan(
             "reboot",
@@ -269,20 +301,21 @@ pub fn power(control: impl PowerControl) -> Vec<Arc<dyn Tool>> {
              and told just before; `cancel_shutdown` calls it off.",
             "Reboot this machine in {minutes} minute(s)?",
             PowerAction::Reboot,
-            &control,
+            &power,
         ),
         from_fn(
             "cancel_shutdown",
             "Cancel a planned shutdown or reboot of this machine.",
             move |_: serde_json::Value, ctx: ToolContext| {
-                let control = Arc::clone(&control);
+                let power = Arc::clone(&power);
                 async move {
-                    control.cancel().await.map_err(ToolError::new)?;
+                    let _alone = power.one_at_a_time.lock().await;
+                    power.control.cancel().await.map_err(ToolError::new)?;
                     let withdrawn = withdraw_announcements(&ctx).await?;
                     Ok::<_, ToolError>(if withdrawn > 0 {
                         "Cancelled: the machine stays on."
                     } else {
-                        "No shutdown or reboot was announced here; any the system had planned is cancelled."
+                        "No shutdown or reboot was announced; any the system had planned is cancelled."
                     })
                 }
             },
@@ -292,27 +325,42 @@ pub fn power(control: impl PowerControl) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// What the three tools share: the control, and a lock so that a plan and
+/// a cancellation (which runs beside the chat's turn) never interleave.
+struct Power {
+    control: Box<dyn PowerControl>,
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
 fn plan(
     name: &str,
     description: &str,
     question: &str,
     action: PowerAction,
-    control: &Arc<dyn PowerControl>,
+    power: &Arc<Power>,
 ) -> Arc<dyn Tool> {
-    let control = Arc::clone(control);
+    let power = Arc::clone(power);
     from_fn(name, description, move |when: When, ctx: ToolContext| {
-        let control = Arc::clone(&control);
+        let power = Arc::clone(&power);
         async move {
+            let _alone = power.one_at_a_time.lock().await;
             let delay = Duration::from_secs(u64::from(when.minutes) * 60);
-            control
+            power
+                .control
                 .schedule(action, delay)
                 .await
                 .map_err(ToolError::new)?;
-            // The new plan replaced any earlier one; so does its announcement.
-            withdraw_announcements(&ctx).await?;
-            let announced = ctx
-                .notify_later(action.announcement(), delay.saturating_sub(ANNOUNCE_AHEAD))
-                .await;
+            // The plan is made: from here on, a failure only costs the
+            // warning just before, and the answer says so.
+            let announced = match withdraw_announcements(&ctx).await {
+                // The new plan replaced any earlier one; so does its
+                // announcement.
+                Ok(_) => {
+                    ctx.notify_later(action.announcement(), delay.saturating_sub(ANNOUNCE_AHEAD))
+                        .await
+                }
+                Err(error) => Err(error),
+            };
             let minutes = when.minutes;
             let plural = if minutes == 1 { "" } else { "s" };
             Ok::<_, ToolError>(match announced {
@@ -321,11 +369,14 @@ fn plan(
                      before. /cancel_shutdown calls it off.",
                     action.verb()
                 ),
-                Err(error) => format!(
-                    "The machine will {} in {minutes} minute{plural}, without a warning just \
-                     before ({error}). /cancel_shutdown calls it off.",
-                    action.verb()
-                ),
+                Err(error) => {
+                    tracing::warn!(%error, "a power plan's announcement could not be kept");
+                    format!(
+                        "The machine will {} in {minutes} minute{plural}, without a warning just \
+                         before ({error}). /cancel_shutdown calls it off.",
+                        action.verb()
+                    )
+                }
             })
         }
     })
@@ -334,10 +385,12 @@ fn plan(
     .into_tool()
 }
 
+/// Withdraws both announcements from every conversation: the plan is the
+/// machine's, whichever chat made it.
 async fn withdraw_announcements(ctx: &ToolContext) -> Result<usize, ToolError> {
     let mut withdrawn = 0;
     for action in [PowerAction::PowerOff, PowerAction::Reboot] {
-        withdrawn += ctx.withdraw_later(action.announcement()).await?;
+        withdrawn += ctx.withdraw_later_everywhere(action.announcement()).await?;
     }
     Ok(withdrawn)
 }

@@ -165,9 +165,24 @@ async fn cancel_shutdown_calls_the_plan_off_and_withdraws_the_announcement_after
     assert!(
         reply
             .text
-            .starts_with("No shutdown or reboot was announced here")
+            .starts_with("No shutdown or reboot was announced")
     );
     assert_eq!(control.asked().len(), 3);
+    running.abort();
+}
+
+#[tokio::test]
+async fn a_cancel_from_another_chat_withdraws_the_announcement_too() {
+    let dir = TempDir::new("power-elsewhere");
+    let clock = ManualClock::new(start());
+    let control = Arc::new(Recorded::default());
+    let (agent, _scheduler, _, running) =
+        bot(planning("shutdown", 10), &control, &dir, &clock).await;
+    agent.handle("ann", "power off in 10").await.unwrap();
+    assert_eq!(pending(&dir).await.len(), 1);
+    let reply = agent.handle("bob", "/cancel_shutdown").await.unwrap();
+    assert_eq!(reply.text, "Cancelled: the machine stays on.");
+    assert!(pending(&dir).await.is_empty());
     running.abort();
 }
 
@@ -289,7 +304,7 @@ async fn cancel_shutdown_answers_while_the_chats_turn_waits_for_a_yes() {
     assert!(
         reply
             .text
-            .starts_with("No shutdown or reboot was announced here")
+            .starts_with("No shutdown or reboot was announced")
     );
     question.decline();
     assert_eq!(turn.await.unwrap().text, "Planned.");
@@ -305,25 +320,40 @@ mod system {
     use crate::sqlite::TempDir;
 
     /// A `shutdown` that writes its arguments to `calls` and fails when the
-    /// first is `-r` (as a reboot refused to an unprivileged user).
+    /// first is `-r` (as a reboot refused to an unprivileged user); run
+    /// through `sh`, as a file just written can't be executed while another
+    /// test's fork still holds it open.
     fn fake(dir: &TempDir) -> (SystemPower, std::path::PathBuf) {
         let calls = dir.file("calls");
         let script = dir.file("shutdown");
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\necho \"$@\" >> '{}'\n[ \"$1\" = -r ] && {{ echo 'Failed to set wall message: Access denied' >&2; exit 1; }}\nexit 0\n",
+                "echo \"$@\" >> '{}'\n[ \"$1\" = -r ] && {{ echo 'Failed to set wall message: Access denied' >&2; exit 1; }}\nexit 0\n",
                 calls.display()
             ),
         )
         .unwrap();
-        let mut permissions = std::fs::metadata(&script).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-        std::fs::set_permissions(&script, permissions).unwrap();
         (
-            SystemPower::command([script.to_str().unwrap()]).unwrap(),
+            SystemPower::command(["/bin/sh", script.to_str().unwrap()]).unwrap(),
             calls,
         )
+    }
+
+    /// A `shutdown` that waits in the foreground for its time, as
+    /// sysvinit's and the BSDs' do, is left running as the plan.
+    #[tokio::test]
+    async fn a_command_that_waits_for_its_time_is_left_to_wait() {
+        let dir = TempDir::new("power-foreground");
+        let script = dir.file("shutdown");
+        std::fs::write(&script, "exec sleep 8\n").unwrap();
+        let power = SystemPower::command(["/bin/sh", script.to_str().unwrap()]).unwrap();
+        let started = std::time::Instant::now();
+        power
+            .schedule(PowerAction::PowerOff, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(8));
     }
 
     #[tokio::test]

@@ -48,6 +48,7 @@ pub struct Activity {
 #[derive(Default)]
 struct Counts {
     started: AtomicU64,
+    /// Turns done: answered, failed, or dropped unfinished (cancelled).
     ended: AtomicU64,
     failed: AtomicU64,
     /// Seconds since the Unix epoch of the last turn's end; 0 before any.
@@ -124,18 +125,25 @@ impl TurnWatch for Counted {
         }
     }
 
-    fn end(self: Box<Self>, result: Result<&Reply, &ferrobot::Error>) {
-        let counts = &self.counts;
+    fn end(mut self: Box<Self>, result: Result<&Reply, &ferrobot::Error>) {
         if result.is_err() {
-            counts.failed.fetch_add(1, Ordering::Relaxed);
+            self.counts.failed.fetch_add(1, Ordering::Relaxed);
         }
+        if let Some(inner) = self.inner.take() {
+            inner.end(result);
+        }
+    }
+}
+
+/// A turn is done when its watch goes, whether `end` was called or the
+/// turn was dropped unfinished, so none stays "running" for ever.
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let counts = &self.counts;
         counts
             .last_end
             .store(unix_secs(SystemTime::now()), Ordering::Relaxed);
         counts.ended.fetch_add(1, Ordering::Relaxed);
-        if let Some(inner) = self.inner {
-            inner.end(result);
-        }
     }
 }
 

@@ -24,7 +24,7 @@
 //!   for the [`panel`]: the control panel on loopback, and the runtime
 //!   files `ferrobot status` reads.
 //! - [`logging`]: the terminal, the rotating log file and the traces
-//!   (`[logging]`).
+//!   (`[logging]`), and spans exported over OTLP/HTTP (feature `otel`).
 //! - [`single`]: one bot per history file, by a lock beside it.
 //! - [`run`]: a bot binary's `main` (arguments, logging, exit codes), and
 //!   [`retry`](mod@retry): the rule for retrying a chat platform's API.
@@ -42,6 +42,8 @@ pub mod prompt;
 pub mod retry;
 pub mod run;
 pub mod single;
+#[cfg(feature = "otel")]
+mod telemetry;
 pub mod tool_state;
 pub mod trace;
 

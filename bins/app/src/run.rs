@@ -98,6 +98,15 @@ where
     }
 }
 
+/// This process's binary, e.g. `ferrobot-telegram`.
+pub(crate) fn process_name() -> String {
+    std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|path| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "ferrobot".to_owned())
+}
+
 /// When the process is asked to stop (SIGTERM); never elsewhere.
 async fn terminated() {
     #[cfg(unix)]

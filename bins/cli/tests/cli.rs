@@ -1738,3 +1738,54 @@ async fn status_finds_running_and_stopped_bots_through_their_runtime_files() {
     assert_eq!(seen.as_array().unwrap().len(), 1, "{seen}");
     drop(panel);
 }
+
+/// With `[logging] otlp_endpoint`, the turn's spans reach the collector
+/// over OTLP/HTTP (protobuf) before the CLI exits, named and described as
+/// the GenAI conventions say.
+#[cfg(feature = "otel")]
+#[tokio::test]
+async fn spans_are_exported_to_an_otlp_collector_over_http() {
+    let home = Home::new("cli-otel");
+    let model = llm(vec![text_sse("Fine.")]).await;
+    let collector = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&collector)
+        .await;
+    let url = format!("{}/v1", model.uri());
+    let output = ferrobot_with_env(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "/uptime"],
+        &[("FERROBOT_LOGGING__OTLP_ENDPOINT", collector.uri())],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = ferrobot_with_env(
+        &home,
+        &["--base-url", &url, "--model", "m", "run", "all good?"],
+        &[("FERROBOT_LOGGING__OTLP_ENDPOINT", collector.uri())],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let exported = collector.received_requests().await.unwrap();
+    assert!(!exported.is_empty(), "no spans reached the collector");
+    assert_eq!(
+        exported[0].headers["content-type"],
+        "application/x-protobuf"
+    );
+    // Protobuf keeps strings as they are: the attributes can be read off.
+    let bytes: Vec<u8> = exported.iter().flat_map(|r| r.body.clone()).collect();
+    let has = |text: &str| bytes.windows(text.len()).any(|w| w == text.as_bytes());
+    for expected in [
+        "service.name",
+        "ferrobot",
+        "execute_tool uptime",
+        "gen_ai.tool.name",
+        "chat m",
+        "gen_ai.operation.name",
+        "gen_ai.request.model",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.conversation.id",
+    ] {
+        assert!(has(expected), "no `{expected}` in the exported spans");
+    }
+}

@@ -150,6 +150,9 @@ impl Home {
             .env("XDG_CONFIG_HOME", self.0.join("config"))
             .env("XDG_DATA_HOME", self.0.join("data"))
             .env("FERROBOT_LOG", "info")
+            // Any free port for the control panel: tests run side by side,
+            // and beside a developer's own bot on the default one.
+            .env("FERROBOT_PANEL__PORT", "0")
             .env_remove("FERROBOT_LLM__BASE_URL")
             .env_remove("FERROBOT_LLM__MODEL")
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())));

@@ -172,6 +172,26 @@ impl Config {
         })
     }
 
+    /// Checks `text` as the binaries would load it as their config file
+    /// (over the built-in defaults; no environment, no flags), without
+    /// writing it anywhere: what the control panel does before it writes
+    /// an edit. Relative paths in it are not resolved.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for unknown keys and bad values.
+    pub fn check_toml(text: &str) -> Result<(), ConfigError> {
+        let figment = Figment::from(Named(
+            "built-in default",
+            Serialized::defaults(Config::default()),
+        ))
+        .merge(Toml::string(text));
+        check_rules(&figment)?;
+        let config: Config = figment
+            .extract()
+            .map_err(|e| ConfigError::Invalid(describe(&e)))?;
+        config.validate()
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if !self.llm.provider.is_built() {
             return Err(self.llm.provider.not_built());
@@ -262,6 +282,18 @@ impl Config {
                 "`logging.level` is `{}`; give error, warn, info, debug or trace, or a filter such as info,ferrobot=debug",
                 self.logging.level
             )));
+        }
+        if let Some(endpoint) = &self.logging.otlp_endpoint {
+            if !cfg!(feature = "otel") {
+                return Err(ConfigError::Invalid(
+                    "`logging.otlp_endpoint` is set, but this build has no OpenTelemetry export: build it with the `otel` feature (cargo install … --features otel), or leave the key out".into(),
+                ));
+            }
+            if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                return Err(ConfigError::Invalid(format!(
+                    "`logging.otlp_endpoint` is `{endpoint}`; give the collector's OTLP/HTTP address, e.g. http://localhost:4318"
+                )));
+            }
         }
         if self.logging.keep_files == 0 {
             return Err(ConfigError::Invalid(

@@ -115,6 +115,13 @@ pub struct LoggingConfig {
     /// model call, each tool call with its arguments — secrets redacted —,
     /// the answer or error). By default, yes.
     pub traces: bool,
+    /// An OpenTelemetry collector to export spans to over OTLP/HTTP (the
+    /// turn, each model call and each tool call, with the GenAI semantic
+    /// conventions' attributes), e.g. `http://localhost:4318`; spans go to
+    /// its `/v1/traces`. Needs a build with the `otel` feature. By default,
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
 }
 
 impl Default for LoggingConfig {
@@ -125,6 +132,7 @@ impl Default for LoggingConfig {
             rotation: Rotation::Daily,
             keep_files: 14,
             traces: true,
+            otlp_endpoint: None,
         }
     }
 }

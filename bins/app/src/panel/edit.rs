@@ -2,13 +2,16 @@
 //! and layout kept (`toml_edit`), the result checked as the binaries load
 //! it, then written atomically.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
 use toml_edit::{DocumentMut, Item, Table};
 
-use crate::config::{Config, ConfigSource};
+use crate::config::Config;
 
 /// What an edit did, for the panel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,6 +37,9 @@ pub struct Edited {
 /// value TOML can't hold, a file that isn't TOML, or a config the binaries
 /// would refuse (their own message). The file is unchanged then.
 pub fn set(file: &Path, key: &str, value: &Value) -> Result<Edited, String> {
+    // One edit at a time: each reads what the one before wrote.
+    static EDITING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = crate::run::lock(&EDITING);
     let parts: Vec<&str> = key.split('.').collect();
     let Some((last, tables)) = parts
         .split_last()
@@ -60,6 +66,11 @@ pub fn set(file: &Path, key: &str, value: &Value) -> Result<Edited, String> {
             file.display()
         )
     })?;
+    if value.is_object() {
+        return Err(format!(
+            "`{key}`: give one value, not a table; set the keys inside it one at a time"
+        ));
+    }
     let mut table: &mut Table = document.as_table_mut();
     for part in tables {
         let item = table.entry(part).or_insert_with(|| {
@@ -71,23 +82,29 @@ pub fn set(file: &Path, key: &str, value: &Value) -> Result<Edited, String> {
             .as_table_mut()
             .ok_or_else(|| format!("`{part}` in `{key}` is a value in the file, not a section"))?;
     }
-    if value.is_null() {
-        table.remove(last);
-    } else {
-        let mut new = toml_value(value, key)?;
-        match table.get_mut(last) {
+    match table.get_mut(last) {
+        // A section, or a list of them (`[[permissions.rules]]`): their keys
+        // may be secrets, and their comments would go.
+        Some(Item::Table(_) | Item::ArrayOfTables(_)) => {
+            return Err(format!(
+                "`{key}` is a section of the file: set the keys inside it one at a time, or edit it by hand"
+            ));
+        }
+        Some(Item::Value(old)) if !value.is_null() => {
             // Replaced in place: the comments above and beside it stay.
-            Some(Item::Value(old)) => {
-                *new.decor_mut() = old.decor().clone();
-                *old = new;
-            }
-            _ => {
-                table.insert(last, Item::Value(new));
-            }
+            let mut new = toml_value(value, key)?;
+            *new.decor_mut() = old.decor().clone();
+            *old = new;
+        }
+        _ if value.is_null() => {
+            table.remove(last);
+        }
+        _ => {
+            table.insert(last, Item::Value(toml_value(value, key)?));
         }
     }
     let edited = document.to_string();
-    check(file, &edited)?;
+    Config::check_toml(&edited).map_err(|error| error.to_string())?;
     write(file, &edited).map_err(|error| format!("could not write {}: {error}", file.display()))?;
     let variable = format!("FERROBOT_{}", env_name(&parts));
     Ok(Edited {
@@ -139,35 +156,37 @@ fn toml_value(value: &Value, key: &str) -> Result<toml_edit::Value, String> {
     })
 }
 
-/// Loads `text` as the binaries would load the file (defaults, then the
-/// file; no environment), from a temporary file beside it.
-fn check(file: &Path, text: &str) -> Result<(), String> {
-    let candidate = file.with_extension("toml.check");
-    std::fs::write(&candidate, text)
-        .map_err(|error| format!("could not write beside {}: {error}", file.display()))?;
-    let loaded = Config::load(&ConfigSource::defaults_only().file(&candidate));
-    let _ = std::fs::remove_file(&candidate);
-    loaded.map(drop).map_err(|error| {
-        // The message names the temporary file; the user knows the real one.
-        error.to_string().replace(
-            &candidate.display().to_string(),
-            &file.display().to_string(),
-        )
-    })
-}
-
-/// Writes `text` over `file` through a temporary file renamed over it,
-/// keeping the file's permissions (it may hold keys).
+/// Writes `text` over `file` (the file a symlink points to, if it is
+/// one) through a new temporary file beside it, renamed over it: readers
+/// see the old file or the new one. The temporary file is the owner's only
+/// from the start, and takes the old file's permissions (it may hold keys).
 fn write(file: &Path, text: &str) -> std::io::Result<()> {
+    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned());
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let temporary = file.with_extension("toml.tmp");
-    std::fs::write(&temporary, text)?;
-    if let Ok(metadata) = std::fs::metadata(file) {
-        std::fs::set_permissions(&temporary, metadata.permissions())?;
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let temporary = file.with_extension(format!(
+        "toml.{}-{}.tmp",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options.open(&temporary).and_then(|mut opened| {
+        opened.write_all(text.as_bytes())?;
+        if let Ok(metadata) = std::fs::metadata(&file) {
+            opened.set_permissions(metadata.permissions())?;
+        }
+        opened.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temporary, &file));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temporary);
     }
-    std::fs::rename(&temporary, file)
+    renamed
 }
 
 #[cfg(test)]
@@ -211,7 +230,12 @@ mod tests {
         assert!(error.contains("FERROBOT_TELEGRAM__TOKEN"), "{error}");
         let error = set(&file, "agent.max_tool_rounds.x", &json!(1)).unwrap_err();
         assert!(error.contains("not a section"), "{error}");
+        let error = set(&file, "agent", &json!(null)).unwrap_err();
+        assert!(error.contains("is a section"), "{error}");
+        let error = set(&file, "telegram", &json!({"token": "123:abc"})).unwrap_err();
+        assert!(error.contains("not a table"), "{error}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
-        assert!(!file.with_extension("toml.check").exists());
+        let left: Vec<_> = std::fs::read_dir(file.parent().unwrap()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left");
     }
 }

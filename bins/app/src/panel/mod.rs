@@ -73,7 +73,7 @@ impl Panel {
             .and_then(|listener| listener.local_addr().ok())
             .map(|address| address.port());
         let runtime = Runtime {
-            bot: bot_name(),
+            bot: crate::run::process_name(),
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             started_at: unix_secs(SystemTime::now()),
@@ -109,15 +109,6 @@ impl Panel {
             _tasks: tasks,
         })
     }
-}
-
-/// The binary's name, e.g. `ferrobot-telegram`.
-fn bot_name() -> String {
-    std::env::args_os()
-        .next()
-        .map(PathBuf::from)
-        .and_then(|path| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "ferrobot".to_owned())
 }
 
 /// 32 random bytes from the system, as hex.

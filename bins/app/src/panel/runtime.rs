@@ -49,8 +49,8 @@ impl Runtime {
         dir.join(format!("{}-{}.json", self.bot, self.pid))
     }
 
-    /// Writes it into `dir` (made if needed), readable by its owner only,
-    /// atomically (a temporary file renamed over it).
+    /// Writes it into `dir` (made if needed), readable by its owner only
+    /// from the start, atomically (a new temporary file renamed over it).
     ///
     /// # Errors
     /// When the folder can't be made or written.
@@ -58,8 +58,10 @@ impl Runtime {
         std::fs::create_dir_all(dir)?;
         let path = self.path_in(dir);
         let temporary = path.with_extension("json.tmp");
+        // Never one left over (or planted) with looser permissions.
+        let _ = std::fs::remove_file(&temporary);
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        options.write(true).create_new(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file = options.open(&temporary)?;
@@ -69,24 +71,14 @@ impl Runtime {
         Ok(path)
     }
 
-    /// Every runtime file in `dir`, with when each was last touched; files
-    /// that aren't runtime files are skipped. None when there is no folder.
+    /// Every runtime file in `dir`, with when each was last touched, oldest
+    /// process first; files that aren't runtime files are skipped, and a
+    /// missing folder holds none.
     pub fn list(dir: &Path) -> Vec<(Runtime, SystemTime)> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        let mut found: Vec<_> = entries
-            .flatten()
-            .filter(|entry| entry.path().extension().is_some_and(|e| e == "json"))
-            .filter_map(|entry| {
-                let touched = entry.metadata().and_then(|m| m.modified()).ok()?;
-                let runtime: Runtime =
-                    serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok()?;
-                Some((runtime, touched))
-            })
-            .collect();
-        found.sort_by_key(|(runtime, _)| (runtime.started_at, runtime.pid));
-        found
+        entries(dir)
+            .into_iter()
+            .map(|(_, runtime, touched)| (runtime, touched))
+            .collect()
     }
 
     /// Whether its process still runs (on Unix, a signal-0 probe; elsewhere
@@ -111,12 +103,31 @@ impl Runtime {
     }
 }
 
+/// The runtime files in `dir`: each one's path, contents and last touch.
+fn entries(dir: &Path) -> Vec<(PathBuf, Runtime, SystemTime)> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<_> = read
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .filter_map(|path| {
+            let touched = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+            let runtime: Runtime = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+            Some((path, runtime, touched))
+        })
+        .collect();
+    found.sort_by_key(|(_, runtime, _)| (runtime.started_at, runtime.pid));
+    found
+}
+
 /// Removes the files in `dir` of processes that stopped without removing
 /// theirs (killed, or the machine lost power).
 pub(crate) fn forget_stopped(dir: &Path) {
-    for (runtime, touched) in Runtime::list(dir) {
+    for (path, runtime, touched) in entries(dir) {
         if !runtime.alive(touched) {
-            let _ = std::fs::remove_file(runtime.path_in(dir));
+            let _ = std::fs::remove_file(path);
         }
     }
 }

@@ -70,8 +70,9 @@ pub async fn survey(dir: &Path) -> Vec<Seen> {
     seen
 }
 
-/// The panel's `/api/status`, once its `/api/ping` proved it is this
-/// process's (a port may have been taken by another since).
+/// The panel's `/api/status`, once its `/api/ping` says it is this
+/// process's (the port may have gone to another process since; the token
+/// it was sent is worthless then, its panel gone).
 async fn ask(port: u16, token: &str, runtime: &Runtime) -> Result<Value, String> {
     // The builder wants a TLS provider even for plain HTTP.
     let _ = rustls::crypto::ring::default_provider().install_default();

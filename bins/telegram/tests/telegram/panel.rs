@@ -104,7 +104,6 @@ async fn a_tool_switched_off_in_the_browser_is_no_longer_offered() {
                 ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
                 ("FERROBOT_LLM__MODEL", "test-model".into()),
                 ("FERROBOT_CONTEXT__WINDOW", "32768".into()),
-                ("FERROBOT_PANEL__PORT", "0".into()),
             ],
         )
         .spawn()
