@@ -5,9 +5,16 @@
 //! can assert both what the agent replied and what the model was sent.
 //! [`OpenAiStream`], [`text_sse`] and [`tool_call_sse`] build OpenAI-format
 //! response bodies for tests that serve a real HTTP endpoint instead.
+//! [`Cassette`] (feature `cassette`) records a real provider's answers once
+//! and replays them offline.
 
+#[cfg(feature = "cassette")]
+mod cassette;
 mod mock;
 mod openai;
+
+#[cfg(feature = "cassette")]
+pub use cassette::{Cassette, Mode, RECORD_VAR};
 
 pub use mock::{MockProvider, MockTurn, RecordedRequest};
 pub use openai::{OpenAiStream, sse_body, text_sse, tool_call_sse};

@@ -184,6 +184,25 @@ async fn over_real_http() {
     assert_eq!(reply.usage.input_tokens, 10);
 }
 
+/// Compiled, not run: recording needs a real model server.
+#[cfg(feature = "cassette")]
+#[allow(dead_code)]
+async fn cassettes() -> ferrobot::Result<()> {
+    #[ferrobot::tool]
+    /// Free space on a mount.
+    async fn disk_free(path: String) -> String {
+        format!("{path}: 42 GB free")
+    }
+    use ferrobot::{Agent, provider::OpenAiCompatible, testing::Cassette};
+
+    let server = OpenAiCompatible::new("http://localhost:11434/v1").model("qwen3:8b");
+    let provider = Cassette::new("tests/cassettes/disk.json", server);
+    let agent = Agent::builder().provider(provider).tool(disk_free).build();
+    let reply = agent.handle("test", "How much disk is free on /?").await?;
+    assert!(reply.text.contains("GB"));
+    Ok(())
+}
+
 /// "In ten lines": the guide's first example, whole, as a reader's test file.
 mod in_ten_lines {
     use ferrobot::provider::Provider;

@@ -85,6 +85,9 @@ mod sqlite;
 // passwords kept out of errors.
 #[cfg(feature = "postgres")]
 mod postgres;
+// Cassettes: recorded over loopback, replayed offline, mismatches named.
+#[cfg(all(feature = "cassette", feature = "openai", feature = "sqlite"))]
+mod cassette;
 // The batteries-included system tools, reading this machine.
 #[cfg(feature = "tools")]
 mod system_tools;

@@ -1,0 +1,712 @@
+//! Record a provider's answers once, replay them offline: [`Cassette`].
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::message::{Opaque, Usage};
+use crate::provider::{
+    ChatRequest, ContextWindow, EventStream, FinishReason, Health, Provider, ProviderError,
+    StreamEvent, ToolCallDelta, ToolChoice,
+};
+
+/// The version of the file format; a file of another is refused.
+const VERSION: u32 = 1;
+
+/// The environment variable that makes cassettes record.
+pub const RECORD_VAR: &str = "FERROBOT_RECORD";
+
+/// Parts of a request that differ between runs without meaning anything:
+/// the ids of tool calls ferrobot mints when a server sends none.
+const IGNORED_ALWAYS: [&str; 2] = ["messages.*.parts.*.id", "messages.*.parts.*.call_id"];
+
+/// Whether a [`Cassette`] replays or records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Only replay; a call the file doesn't hold fails. The default, and
+    /// always under `CI`.
+    Replay,
+    /// Replay what the file holds, and record the calls after it through
+    /// the real provider (all of them when there is no file yet).
+    RecordMissing,
+    /// Record every call afresh, replacing the file.
+    RecordAll,
+}
+
+impl Mode {
+    /// The mode `FERROBOT_RECORD` asks for: `missing` or `all`, else
+    /// [`Replay`](Self::Replay). Under `CI` always `Replay`: a CI run
+    /// never reaches a real server by accident.
+    pub fn from_env() -> Self {
+        if std::env::var_os("CI").is_some_and(|ci| !ci.is_empty() && ci != "false") {
+            return Mode::Replay;
+        }
+        match std::env::var(RECORD_VAR).as_deref() {
+            Ok("missing") => Mode::RecordMissing,
+            Ok("all") => Mode::RecordAll,
+            _ => Mode::Replay,
+        }
+    }
+}
+
+/// A [`Provider`] that records another provider's answers into a file and
+/// replays them later with no network: a test written against a real model
+/// server once runs offline for ever, and fails with a readable diff when
+/// the agent starts asking something else.
+///
+/// The mode comes from `FERROBOT_RECORD` ([`Mode::from_env`]): by default
+/// only replay; `FERROBOT_RECORD=missing` records what the file lacks,
+/// `=all` records everything again. Under `CI` it only replays.
+///
+/// Each model call is one interaction in the file: the request as the
+/// agent made it (system prompt, messages, tools, tool choice, output
+/// format, settings; images by size and digest, not their bytes) and what
+/// the model answered (text, reasoning, tool calls, usage, finish, or the
+/// error). Calls are matched in order, or by request
+/// ([`match_by_request`](Self::match_by_request)); a request that differs
+/// from the recording fails with each differing field named. The ids of
+/// tool calls ferrobot mints are ignored; [`ignore`](Self::ignore) adds
+/// more (a system prompt holding the date, say). API keys never reach the
+/// file: requests hold no credentials at this layer.
+///
+/// # Examples
+/// ```no_run
+/// # async fn demo() -> ferrobot::Result<()> {
+/// use ferrobot::{Agent, provider::OpenAiCompatible, testing::Cassette};
+///
+/// let server = OpenAiCompatible::new("http://localhost:11434/v1").model("qwen3:8b");
+/// // FERROBOT_RECORD=missing cargo test: recorded against the server once;
+/// // afterwards, `cargo test` replays the file, server or not.
+/// let provider = Cassette::new("tests/cassettes/disk.json", server);
+/// let agent = Agent::builder().provider(provider).build();
+/// let reply = agent.handle("alice", "How much disk is free?").await?;
+/// # Ok(()) }
+/// ```
+pub struct Cassette {
+    path: PathBuf,
+    inner: Option<Arc<dyn Provider>>,
+    mode: Mode,
+    by_request: bool,
+    ignored: Vec<String>,
+    state: Arc<Mutex<State>>,
+}
+
+/// What the file holds, and what of it was played.
+struct State {
+    /// `None` until the file is read (at the first call).
+    file: Option<File>,
+    played: Vec<bool>,
+    /// Why the file could not be read, told at every call.
+    broken: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct File {
+    ferrobot_cassette: u32,
+    provider: String,
+    model: String,
+    interactions: Vec<Interaction>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Interaction {
+    request: Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    events: Vec<Event>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<RecordedError>,
+}
+
+/// A [`StreamEvent`] as the file keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Event {
+    Text(String),
+    Reasoning(String),
+    ReasoningSignature {
+        signature: String,
+        provider: String,
+    },
+    Refusal(String),
+    Opaque(Opaque),
+    ToolCall {
+        index: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        arguments: String,
+    },
+    Usage(Usage),
+    Finish(FinishReason),
+}
+
+/// A failed call as the file keeps it: the HTTP status if there was one,
+/// and the message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RecordedError {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+    message: String,
+}
+
+impl fmt::Debug for Cassette {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cassette")
+            .field("path", &self.path)
+            .field("mode", &self.mode)
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cassette {
+    /// A cassette at `path` in front of `provider`, in the mode
+    /// `FERROBOT_RECORD` asks for ([`Mode::from_env`]). The file is read at
+    /// the first call.
+    pub fn new(path: impl Into<PathBuf>, provider: impl Provider + 'static) -> Self {
+        Self::with(path.into(), Some(Arc::new(provider)))
+    }
+
+    /// A cassette that only replays `path`: no provider to record with.
+    pub fn replay(path: impl Into<PathBuf>) -> Self {
+        Self::with(path.into(), None).mode(Mode::Replay)
+    }
+
+    fn with(path: PathBuf, inner: Option<Arc<dyn Provider>>) -> Self {
+        Self {
+            path,
+            inner,
+            mode: Mode::from_env(),
+            by_request: false,
+            ignored: IGNORED_ALWAYS.iter().map(|p| (*p).to_owned()).collect(),
+            state: Arc::new(Mutex::new(State {
+                file: None,
+                played: Vec::new(),
+                broken: None,
+            })),
+        }
+    }
+
+    /// Replays, records missing calls or records all, whatever the
+    /// environment says.
+    #[must_use]
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Matches each call to the first unplayed recording of the same
+    /// request, not to the next one in order: for agents whose calls run
+    /// concurrently.
+    #[must_use]
+    pub fn match_by_request(mut self) -> Self {
+        self.by_request = true;
+        self
+    }
+
+    /// Leaves a part of the request out of the comparison: a dotted path
+    /// into its JSON form, `*` for any key or index — `system`,
+    /// `messages.*.parts.*.text`, `settings.temperature`.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::testing::Cassette;
+    /// // The system prompt ends with today's date.
+    /// let cassette = Cassette::replay("tests/cassettes/today.json").ignore("system");
+    /// # let _ = cassette;
+    /// ```
+    #[must_use]
+    pub fn ignore(mut self, path: impl Into<String>) -> Self {
+        self.ignored.push(path.into());
+        self
+    }
+
+    /// The cassette's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, message: impl Into<String>) -> ProviderError {
+        ProviderError::InvalidRequest {
+            provider: format!("the cassette {}", self.path.display()),
+            message: message.into(),
+        }
+    }
+
+    /// Reads the file at the first call: `Ok(None)` when there is none.
+    fn load(&self, state: &mut State) -> Result<(), ProviderError> {
+        if let Some(broken) = &state.broken {
+            return Err(self.error(broken.clone()));
+        }
+        if state.file.is_some() {
+            return Ok(());
+        }
+        let read = if self.mode == Mode::RecordAll {
+            Err(std::io::ErrorKind::NotFound.into())
+        } else {
+            std::fs::read(&self.path)
+        };
+        let file = match read {
+            Ok(bytes) => match serde_json::from_slice::<File>(&bytes) {
+                Ok(file) if file.ferrobot_cassette == VERSION => file,
+                Ok(file) => {
+                    let broken = format!(
+                        "it is of format version {}, this ferrobot reads {VERSION}: record it again with {RECORD_VAR}=all",
+                        file.ferrobot_cassette
+                    );
+                    state.broken = Some(broken.clone());
+                    return Err(self.error(broken));
+                }
+                Err(error) => {
+                    let broken = format!(
+                        "it is no cassette ({error}): fix it, or record it again with {RECORD_VAR}=all"
+                    );
+                    state.broken = Some(broken.clone());
+                    return Err(self.error(broken));
+                }
+            },
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                if self.mode == Mode::Replay {
+                    return Err(self.error(format!(
+                        "there is no such file: record it against a real server with {RECORD_VAR}=missing"
+                    )));
+                }
+                let inner = self.recorder()?;
+                File {
+                    ferrobot_cassette: VERSION,
+                    provider: inner.name().to_owned(),
+                    model: inner.model_name().to_owned(),
+                    interactions: Vec::new(),
+                }
+            }
+            Err(error) => return Err(self.error(format!("could not read it: {error}"))),
+        };
+        state.played = vec![false; file.interactions.len()];
+        state.file = Some(file);
+        Ok(())
+    }
+
+    fn recorder(&self) -> Result<&Arc<dyn Provider>, ProviderError> {
+        self.inner.as_ref().ok_or_else(|| {
+            self.error("it was made to replay only (`Cassette::replay`): give it a provider to record with (`Cassette::new`)")
+        })
+    }
+
+    /// The recorded answer to `request`, marked played; `Ok(None)` when
+    /// the call is to be recorded.
+    fn find(&self, request: &Value) -> Result<Option<Interaction>, ProviderError> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.load(&mut state)?;
+        let State { file, played, .. } = &mut *state;
+        let file = file.as_ref().expect("loaded above");
+        let unplayed = played.iter().position(|p| !p);
+        let found = if self.by_request {
+            (0..file.interactions.len()).find(|&i| {
+                !played[i]
+                    && differences(&file.interactions[i].request, request, &self.ignored).is_empty()
+            })
+        } else {
+            unplayed
+        };
+        match found {
+            Some(index) => {
+                let recorded = &file.interactions[index];
+                let differ = differences(&recorded.request, request, &self.ignored);
+                if !differ.is_empty() {
+                    return Err(self.error(mismatch(index, &differ)));
+                }
+                played[index] = true;
+                Ok(Some(recorded.clone()))
+            }
+            None if self.mode != Mode::Replay && unplayed.is_none() => Ok(None),
+            None if self.by_request && unplayed.is_some() => {
+                let index = unplayed.unwrap_or_default();
+                let differ = differences(&file.interactions[index].request, request, &self.ignored);
+                Err(self.error(format!(
+                    "no unplayed recording matches this request; the nearest, {}",
+                    mismatch(index, &differ)
+                )))
+            }
+            None => Err(self.error(format!(
+                "it holds {} call(s) and this is one more: record it with {RECORD_VAR}=missing",
+                file.interactions.len()
+            ))),
+        }
+    }
+
+    /// Adds an interaction and writes the file, atomically.
+    fn keep(&self, interaction: Interaction) -> Result<(), String> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let State { file, played, .. } = &mut *state;
+        let Some(file) = file.as_mut() else {
+            return Err("the cassette was not loaded".into());
+        };
+        file.interactions.push(interaction);
+        played.push(true);
+        let mut text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
+        text.push('\n');
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        let temporary = self.path.with_extension("json.tmp");
+        std::fs::write(&temporary, text)
+            .and_then(|()| std::fs::rename(&temporary, &self.path))
+            .map_err(|e| format!("could not write {}: {e}", self.path.display()))
+    }
+}
+
+impl Cassette {
+    /// The call passed to the real provider, each event forwarded as it
+    /// comes and kept; the interaction is written when the answer ends (a
+    /// call given up before is not kept).
+    fn record<'a>(
+        &'a self,
+        inner: &'a dyn Provider,
+        request: ChatRequest<'a>,
+        canonical: Value,
+    ) -> EventStream<'a> {
+        let upstream = inner.stream(request);
+        futures_util::stream::unfold(
+            Some((upstream, Vec::new(), canonical)),
+            move |state| async move {
+                let (mut upstream, mut events, canonical) = state?;
+                match upstream.next().await {
+                    Some(Ok(event)) => {
+                        events.push(Event::from(&event));
+                        Some((Ok(event), Some((upstream, events, canonical))))
+                    }
+                    Some(Err(error)) => {
+                        let kept = self.keep(interaction(canonical, events, Some(&error)));
+                        Some((
+                            kept.map_or_else(|e| Err(self.error(e)), |()| Err(error)),
+                            None,
+                        ))
+                    }
+                    None => match self.keep(interaction(canonical, events, None)) {
+                        Ok(()) => None,
+                        Err(error) => Some((Err(self.error(error)), None)),
+                    },
+                }
+            },
+        )
+        .boxed()
+    }
+}
+
+impl Provider for Cassette {
+    fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
+        let canonical = canonical(&request);
+        let found = match self.find(&canonical) {
+            Ok(found) => found,
+            Err(error) => return futures_util::stream::once(async { Err(error) }).boxed(),
+        };
+        if let Some(recorded) = found {
+            let events = recorded.events.into_iter().map(|e| Ok(e.into()));
+            let error = recorded.error.map(|e| Err(e.into()));
+            return futures_util::stream::iter(events.chain(error)).boxed();
+        }
+        match self.recorder() {
+            Ok(inner) => self.record(inner.as_ref(), request, canonical),
+            Err(error) => futures_util::stream::once(async { Err(error) }).boxed(),
+        }
+    }
+
+    fn health(&self) -> futures_util::future::BoxFuture<'_, Health> {
+        match (&self.inner, self.mode) {
+            (Some(inner), Mode::RecordMissing | Mode::RecordAll) => inner.health(),
+            _ => Box::pin(async { Health::ok(std::time::Duration::ZERO) }),
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.inner.as_ref().map_or("cassette", |inner| inner.name())
+    }
+
+    fn model_name(&self) -> &str {
+        self.inner
+            .as_ref()
+            .map_or("cassette", |inner| inner.model_name())
+    }
+
+    fn context_window(
+        &self,
+    ) -> futures_util::future::BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
+        match (&self.inner, self.mode) {
+            (Some(inner), Mode::RecordMissing | Mode::RecordAll) => inner.context_window(),
+            _ => Box::pin(async { Ok(None) }),
+        }
+    }
+
+    fn native_output(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|inner| inner.native_output())
+    }
+}
+
+/// An answer as the file keeps it: consecutive pieces of text, reasoning
+/// and one call's arguments joined, so it reads well in review.
+fn interaction(request: Value, events: Vec<Event>, error: Option<&ProviderError>) -> Interaction {
+    let mut joined: Vec<Event> = Vec::with_capacity(events.len());
+    for event in events {
+        match (joined.last_mut(), event) {
+            (Some(Event::Text(kept)), Event::Text(more))
+            | (Some(Event::Reasoning(kept)), Event::Reasoning(more))
+            | (Some(Event::Refusal(kept)), Event::Refusal(more)) => kept.push_str(&more),
+            (
+                Some(Event::ToolCall {
+                    index, arguments, ..
+                }),
+                Event::ToolCall {
+                    index: next,
+                    id: None,
+                    name: None,
+                    arguments: more,
+                },
+            ) if *index == next => arguments.push_str(&more),
+            (_, event) => joined.push(event),
+        }
+    }
+    Interaction {
+        request,
+        events: joined,
+        error: error.map(|error| RecordedError {
+            status: match error {
+                ProviderError::Status { status, .. } => Some(*status),
+                _ => None,
+            },
+            message: error.chain(),
+        }),
+    }
+}
+
+impl From<&StreamEvent> for Event {
+    fn from(event: &StreamEvent) -> Self {
+        match event.clone() {
+            StreamEvent::TextDelta(text) => Event::Text(text),
+            StreamEvent::ReasoningDelta(text) => Event::Reasoning(text),
+            StreamEvent::ReasoningSignature {
+                signature,
+                provider,
+            } => Event::ReasoningSignature {
+                signature,
+                provider,
+            },
+            StreamEvent::RefusalDelta(text) => Event::Refusal(text),
+            StreamEvent::Opaque(opaque) => Event::Opaque(opaque),
+            StreamEvent::ToolCallDelta(ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments,
+            }) => Event::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            },
+            StreamEvent::Usage(usage) => Event::Usage(usage),
+            StreamEvent::Finish(reason) => Event::Finish(reason),
+        }
+    }
+}
+
+impl From<Event> for StreamEvent {
+    fn from(event: Event) -> Self {
+        match event {
+            Event::Text(text) => StreamEvent::TextDelta(text),
+            Event::Reasoning(text) => StreamEvent::ReasoningDelta(text),
+            Event::ReasoningSignature {
+                signature,
+                provider,
+            } => StreamEvent::ReasoningSignature {
+                signature,
+                provider,
+            },
+            Event::Refusal(text) => StreamEvent::RefusalDelta(text),
+            Event::Opaque(opaque) => StreamEvent::Opaque(opaque),
+            Event::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            } => StreamEvent::ToolCallDelta(ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments,
+            }),
+            Event::Usage(usage) => StreamEvent::Usage(usage),
+            Event::Finish(reason) => StreamEvent::Finish(reason),
+        }
+    }
+}
+
+impl From<RecordedError> for ProviderError {
+    fn from(error: RecordedError) -> Self {
+        match error.status {
+            Some(status) => ProviderError::Status {
+                status,
+                message: error.message,
+                retry_after: None,
+            },
+            None => ProviderError::Other(error.message.into()),
+        }
+    }
+}
+
+/// The request as the file keeps and compares it.
+fn canonical(request: &ChatRequest<'_>) -> Value {
+    let mut messages = serde_json::to_value(request.messages).unwrap_or_default();
+    shorten_images(&mut messages);
+    let tool_choice = match request.tool_choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({ "tool": name }),
+        #[allow(unreachable_patterns)]
+        _ => json!("other"),
+    };
+    let mut canonical = Map::new();
+    if let Some(system) = request.system {
+        canonical.insert("system".into(), system.into());
+    }
+    canonical.insert("messages".into(), messages);
+    if !request.tools.is_empty() {
+        canonical.insert(
+            "tools".into(),
+            serde_json::to_value(request.tools).unwrap_or_default(),
+        );
+        canonical.insert("tool_choice".into(), tool_choice);
+    }
+    if let Some(output) = request.output {
+        canonical.insert(
+            "output".into(),
+            json!({ "name": output.name, "description": output.description, "schema": output.schema }),
+        );
+    }
+    let settings = serde_json::to_value(request.settings).unwrap_or_default();
+    if settings.as_object().is_some_and(|s| !s.is_empty()) {
+        canonical.insert("settings".into(), settings);
+    }
+    Value::Object(canonical)
+}
+
+/// Images as their type, size and digest: the file stays small, and a
+/// different image still shows as a difference.
+fn shorten_images(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("source").and_then(Value::as_str) == Some("bytes")
+                && let Some(Value::String(data)) = map.get("data")
+            {
+                let digest = data.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                    (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+                });
+                let shown = format!("{} base64 characters, fnv1a {digest:016x}", data.len());
+                map.insert("data".into(), shown.into());
+            }
+            map.values_mut().for_each(shorten_images);
+        }
+        Value::Array(items) => items.iter_mut().for_each(shorten_images),
+        _ => {}
+    }
+}
+
+/// Each place where `now` differs from `recorded`, outside the ignored
+/// paths: `(path, recorded, now)`.
+fn differences(recorded: &Value, now: &Value, ignored: &[String]) -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    compare(recorded, now, &mut Vec::new(), ignored, &mut found);
+    found
+}
+
+fn compare(
+    recorded: &Value,
+    now: &Value,
+    path: &mut Vec<String>,
+    ignored: &[String],
+    found: &mut Vec<(String, String, String)>,
+) {
+    if ignored.iter().any(|pattern| matches(pattern, path)) {
+        return;
+    }
+    match (recorded, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                path.push(key.clone());
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => compare(x, y, path, ignored, found),
+                    (x, y) if !ignored.iter().any(|p| matches(p, path)) => found.push((
+                        path.join("."),
+                        x.map_or("nothing".into(), shown),
+                        y.map_or("nothing".into(), shown),
+                    )),
+                    _ => {}
+                }
+                path.pop();
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for index in 0..a.len().max(b.len()) {
+                path.push(index.to_string());
+                match (a.get(index), b.get(index)) {
+                    (Some(x), Some(y)) => compare(x, y, path, ignored, found),
+                    (x, y) => found.push((
+                        path.join("."),
+                        x.map_or("nothing".into(), shown),
+                        y.map_or("nothing".into(), shown),
+                    )),
+                }
+                path.pop();
+            }
+        }
+        (a, b) if a != b => found.push((path.join("."), shown(a), shown(b))),
+        _ => {}
+    }
+}
+
+/// Whether `path` is `pattern` (dotted, `*` for any one step).
+fn matches(pattern: &str, path: &[String]) -> bool {
+    let steps: Vec<&str> = pattern.split('.').collect();
+    steps.len() == path.len() && steps.iter().zip(path).all(|(s, p)| *s == "*" || s == p)
+}
+
+/// A value in a line, cut at 120 characters.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(120) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// The readable mismatch: which call, and each field that differs.
+fn mismatch(index: usize, differ: &[(String, String, String)]) -> String {
+    let mut message = format!(
+        "call {} differs from its recording ({} field{}):",
+        index + 1,
+        differ.len(),
+        if differ.len() == 1 { "" } else { "s" }
+    );
+    for (path, recorded, now) in differ.iter().take(20) {
+        message.push_str(&format!("\n  {path}: recorded {recorded}, now {now}"));
+    }
+    if differ.len() > 20 {
+        message.push_str(&format!("\n  … and {} more", differ.len() - 20));
+    }
+    message.push_str(&format!(
+        "\nIf the change is meant, record again with {RECORD_VAR}=all; if the part changes on every run, leave it out with `.ignore(\"PATH\")`."
+    ));
+    message
+}
