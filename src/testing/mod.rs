@@ -6,12 +6,17 @@
 //! [`OpenAiStream`], [`text_sse`] and [`tool_call_sse`] build OpenAI-format
 //! response bodies for tests that serve a real HTTP endpoint instead.
 //! [`Cassette`] (feature `cassette`) records a real provider's answers once
-//! and replays them offline.
+//! and replays them offline; [`conformance`] (feature `conformance`) asks a
+//! server and model whether they handle tool calling properly.
 
 #[cfg(feature = "cassette")]
 mod cassette;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod mock;
 mod openai;
+#[cfg(any(feature = "cassette", feature = "conformance"))]
+mod request;
 
 #[cfg(feature = "cassette")]
 pub use cassette::{Cassette, Mode, RECORD_VAR};

@@ -203,6 +203,23 @@ async fn cassettes() -> ferrobot::Result<()> {
     Ok(())
 }
 
+/// Compiled, not run: it needs a real model server.
+#[cfg(feature = "conformance")]
+#[allow(dead_code)]
+async fn conformance() {
+    use ferrobot::provider::OpenAiCompatible;
+    use ferrobot::testing::conformance::Conformance;
+
+    let url = "http://localhost:8080/v1";
+    let report = Conformance::new(OpenAiCompatible::new(url).model("qwen3:8b"))
+        .non_streaming(OpenAiCompatible::new(url).model("qwen3:8b").streaming(false))
+        .failing(OpenAiCompatible::new(url).model("no-such-model"))
+        .run()
+        .await;
+    print!("{report}");
+    assert!(report.tool_calling_usable());
+}
+
 /// "In ten lines": the guide's first example, whole, as a reader's test file.
 mod in_ten_lines {
     use ferrobot::provider::Provider;

@@ -85,6 +85,9 @@ mod sqlite;
 // passwords kept out of errors.
 #[cfg(feature = "postgres")]
 mod postgres;
+// The conformance check: the real llama.cpp server, and scripted faults.
+#[cfg(all(feature = "conformance", feature = "openai"))]
+mod conformance_check;
 // Cassettes: recorded over loopback, replayed offline, mismatches named.
 #[cfg(all(feature = "cassette", feature = "openai", feature = "sqlite"))]
 mod cassette;

@@ -69,7 +69,17 @@ pub(crate) enum Command {
     },
     /// Probe the model server (reachable, model present, latency) and
     /// each MCP server of `[mcp.servers]` (connects, lists its tools).
-    Doctor,
+    Doctor {
+        /// Run the conformance check instead: fixed scenarios, each pass,
+        /// degraded, fail or skipped; exit 0 when tool calling is usable,
+        /// 3 when not.
+        #[arg(long)]
+        conformance: bool,
+        /// With --conformance: one JSON array of objects (`name`,
+        /// `verdict`, `detail`, and `exchange` for a failure).
+        #[arg(long, requires = "conformance")]
+        json: bool,
+    },
     /// The bots of this config: running or not, since when, their model
     /// server's health, turns and latest problems, and each panel's address
     /// with its token. Exit 0 when one runs, 3 when none does.

@@ -81,6 +81,30 @@ pub(crate) async fn doctor(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `ferrobot doctor --conformance`: the check's table (or JSON), and
+/// whether tool calling is usable.
+pub(crate) async fn conformance(loaded: &LoadedConfig, json: bool) -> anyhow::Result<ExitCode> {
+    let report = loaded.conformance()?.run().await;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&report.scenarios)?);
+    } else {
+        let _ = write!(std::io::stdout(), "{report}");
+        out!(
+            "tool calling: {}",
+            if report.tool_calling_usable() {
+                "usable"
+            } else {
+                "not usable"
+            }
+        );
+    }
+    Ok(if report.tool_calling_usable() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DOCTOR)
+    })
+}
+
 /// `ferrobot status`: the bots of this config, from their runtime files and
 /// panels.
 pub(crate) async fn status(loaded: &LoadedConfig, json: bool) -> anyhow::Result<ExitCode> {

@@ -44,7 +44,7 @@ mod turn;
 
 use crate::args::{Cli, Command, ConfigAction, McpAction};
 use crate::chat::chat;
-use crate::commands::{config_check, doctor, status, switch, tools};
+use crate::commands::{config_check, conformance, doctor, status, switch, tools};
 use crate::history::history;
 use crate::permissions::permissions;
 use crate::turn::{Print, run};
@@ -88,7 +88,13 @@ async fn main() -> ExitCode {
             )
             .await
         }
-        Some(Command::Doctor) => doctor(&loaded).await,
+        Some(Command::Doctor {
+            conformance: false, ..
+        }) => doctor(&loaded).await,
+        Some(Command::Doctor {
+            conformance: true,
+            json,
+        }) => conformance(&loaded, json).await,
         Some(Command::Status { json }) => status(&loaded, json).await,
         Some(Command::Tools) => tools(&loaded),
         Some(Command::Mcp {

@@ -1789,3 +1789,73 @@ async fn spans_are_exported_to_an_otlp_collector_over_http() {
         assert!(has(expected), "no `{expected}` in the exported spans");
     }
 }
+
+/// `doctor --conformance` against a server that only ever answers in
+/// text: the table, and exit 3 since tool calling is not usable.
+#[tokio::test]
+async fn doctor_conformance_says_when_tool_calling_is_not_usable() {
+    let home = Home::new("cli-conformance");
+    let model = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(text_sse("Hello."), "text/event-stream"),
+        )
+        .mount(&model)
+        .await;
+    let url = format!("{}/v1", model.uri());
+    let output = ferrobot(
+        &home,
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "doctor",
+            "--conformance",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("streamed_text        pass"), "{text}");
+    assert!(
+        text.contains(
+            "tool_call            fail the model never called the tool, even when required"
+        ),
+        "{text}"
+    );
+    assert!(text.ends_with("tool calling: not usable\n"), "{text}");
+}
+
+/// `doctor --conformance --json` against the real llama.cpp server.
+#[test]
+fn doctor_conformance_against_a_real_llama_cpp_server() {
+    let Some(server) = ferrobot_testkit::realserver::RealServer::shared() else {
+        return;
+    };
+    let home = Home::new("cli-conformance-real");
+    let output = ferrobot(
+        &home,
+        &[
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            server.model(),
+            "doctor",
+            "--conformance",
+            "--json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let scenarios: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let verdict = |name: &str| {
+        scenarios
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["verdict"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(verdict("tool_call").as_deref(), Some("pass"));
+    assert_eq!(verdict("tool_result").as_deref(), Some("pass"));
+    assert_eq!(verdict("non_streamed_text").as_deref(), Some("pass"));
+    assert_eq!(verdict("error_status").as_deref(), Some("skipped"));
+}

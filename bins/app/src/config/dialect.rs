@@ -102,6 +102,27 @@ impl LoadedConfig {
         self.provider_for(&self.config.llm.model)
     }
 
+    /// The conformance check of the server and model `[llm]` describes
+    /// (`ferrobot doctor --conformance`): streamed, and for the
+    /// OpenAI-compatible dialect also not streamed, and asked for a model
+    /// no server serves, for the error scenario.
+    ///
+    /// # Errors
+    /// When the dialect is not in this build.
+    pub fn conformance(&self) -> Result<ferrobot::testing::conformance::Conformance, ConfigError> {
+        let with_streaming = |streaming: bool| {
+            let mut loaded = self.clone();
+            loaded.config.llm.streaming = streaming;
+            loaded.provider()
+        };
+        let mut check = ferrobot::testing::conformance::Conformance::new(with_streaming(true)?)
+            .failing(self.provider_for("ferrobot-conformance-no-such-model")?);
+        if self.config.llm.provider == Dialect::OpenAi {
+            check = check.non_streaming(with_streaming(false)?);
+        }
+        Ok(check)
+    }
+
     /// The provider `[llm]` describes, asking for `model` instead of its
     /// own (a specialist's `[delegate.agents.NAME] model`).
     pub(crate) fn provider_for(&self, model: &str) -> Result<Arc<dyn Provider>, ConfigError> {
