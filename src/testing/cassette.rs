@@ -77,7 +77,8 @@ impl Mode {
 ///
 /// # Examples
 /// ```no_run
-/// # async fn demo() -> ferrobot::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> ferrobot::Result<()> {
 /// use ferrobot::{Agent, provider::OpenAiCompatible, testing::Cassette};
 ///
 /// let server = OpenAiCompatible::new("http://localhost:11434/v1").model("qwen3:8b");
@@ -86,6 +87,7 @@ impl Mode {
 /// let provider = Cassette::new("tests/cassettes/disk.json", server);
 /// let agent = Agent::builder().provider(provider).build();
 /// let reply = agent.handle("alice", "How much disk is free?").await?;
+/// println!("{}", reply.text);
 /// # Ok(()) }
 /// ```
 pub struct Cassette {

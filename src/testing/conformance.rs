@@ -125,7 +125,8 @@ impl fmt::Display for Report {
 ///
 /// # Examples
 /// ```no_run
-/// # async fn demo() {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
 /// use ferrobot::provider::OpenAiCompatible;
 /// use ferrobot::testing::conformance::Conformance;
 ///
