@@ -2,7 +2,9 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
@@ -22,7 +24,8 @@ const VERSION: u32 = 1;
 pub const RECORD_VAR: &str = "FERROBOT_RECORD";
 
 /// Parts of a request that differ between runs without meaning anything:
-/// the ids of tool calls ferrobot mints when a server sends none.
+/// tool calls' ids, which ferrobot mints when a server sends none (and
+/// which the recorded answers fix otherwise).
 const IGNORED_ALWAYS: [&str; 2] = ["messages.*.parts.*.id", "messages.*.parts.*.call_id"];
 
 /// Whether a [`Cassette`] replays or records.
@@ -113,7 +116,21 @@ struct File {
     ferrobot_cassette: u32,
     provider: String,
     model: String,
+    /// What the provider said of itself, answered again on replay: the
+    /// agent shapes its requests by them.
+    #[serde(default)]
+    native_output: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context_window: Option<Window>,
     interactions: Vec<Interaction>,
+}
+
+/// A [`ContextWindow`] as the file keeps it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Window {
+    tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_output: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -150,13 +167,47 @@ enum Event {
     Finish(FinishReason),
 }
 
-/// A failed call as the file keeps it: the HTTP status if there was one,
-/// and the message.
+/// A failed call as the file keeps it, replayed as the same
+/// [`ProviderError`] (a source error as its text).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct RecordedError {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
-    message: String,
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum RecordedError {
+    Connect {
+        endpoint: String,
+        cause: String,
+    },
+    Timeout {
+        endpoint: String,
+        after_ms: u64,
+    },
+    Status {
+        status: u16,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+    },
+    Stream {
+        message: String,
+    },
+    Decode {
+        message: String,
+    },
+    GaveUp {
+        attempts: u32,
+        /// Nanoseconds: replayed, the error reads as it did.
+        elapsed_ns: u64,
+        last: Box<RecordedError>,
+    },
+    Config {
+        message: String,
+    },
+    InvalidRequest {
+        provider: String,
+        message: String,
+    },
+    Other {
+        message: String,
+    },
 }
 
 impl fmt::Debug for Cassette {
@@ -198,7 +249,8 @@ impl Cassette {
     }
 
     /// Replays, records missing calls or records all, whatever the
-    /// environment says.
+    /// environment says (`CI` included: a test that sets a recording mode
+    /// in code records under CI too).
     #[must_use]
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
@@ -243,7 +295,8 @@ impl Cassette {
         }
     }
 
-    /// Reads the file at the first call: `Ok(None)` when there is none.
+    /// Reads the file at the first call; in a recording mode a missing
+    /// file starts empty.
     fn load(&self, state: &mut State) -> Result<(), ProviderError> {
         if let Some(broken) = &state.broken {
             return Err(self.error(broken.clone()));
@@ -286,6 +339,8 @@ impl Cassette {
                     ferrobot_cassette: VERSION,
                     provider: inner.name().to_owned(),
                     model: inner.model_name().to_owned(),
+                    native_output: inner.native_output(),
+                    context_window: None,
                     interactions: Vec::new(),
                 }
             }
@@ -304,22 +359,29 @@ impl Cassette {
 
     /// The recorded answer to `request`, marked played; `Ok(None)` when
     /// the call is to be recorded.
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn find(&self, request: &Value) -> Result<Option<Interaction>, ProviderError> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state();
         self.load(&mut state)?;
         let State { file, played, .. } = &mut *state;
         let file = file.as_ref().expect("loaded above");
         let unplayed = played.iter().position(|p| !p);
-        let found = if self.by_request {
-            (0..file.interactions.len()).find(|&i| {
+        if self.by_request
+            && let Some(index) = (0..file.interactions.len()).find(|&i| {
                 !played[i]
                     && differences(&file.interactions[i].request, request, &self.ignored).is_empty()
             })
-        } else {
-            unplayed
-        };
-        match found {
-            Some(index) => {
+        {
+            played[index] = true;
+            return Ok(Some(file.interactions[index].clone()));
+        }
+        match unplayed {
+            // Recording: what the file doesn't hold is asked of the server.
+            _ if self.mode != Mode::Replay && (self.by_request || unplayed.is_none()) => Ok(None),
+            Some(index) if !self.by_request => {
                 let recorded = &file.interactions[index];
                 let differ = differences(&recorded.request, request, &self.ignored);
                 if !differ.is_empty() {
@@ -328,12 +390,10 @@ impl Cassette {
                 played[index] = true;
                 Ok(Some(recorded.clone()))
             }
-            None if self.mode != Mode::Replay && unplayed.is_none() => Ok(None),
-            None if self.by_request && unplayed.is_some() => {
-                let index = unplayed.unwrap_or_default();
+            Some(index) => {
                 let differ = differences(&file.interactions[index].request, request, &self.ignored);
                 Err(self.error(format!(
-                    "no unplayed recording matches this request; the nearest, {}",
+                    "no unplayed recording is this request; against the first unplayed one, {}",
                     mismatch(index, &differ)
                 )))
             }
@@ -346,7 +406,7 @@ impl Cassette {
 
     /// Adds an interaction and writes the file, atomically.
     fn keep(&self, interaction: Interaction) -> Result<(), String> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state();
         let State { file, played, .. } = &mut *state;
         let Some(file) = file.as_mut() else {
             return Err("the cassette was not loaded".into());
@@ -358,7 +418,17 @@ impl Cassette {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         }
-        let temporary = self.path.with_extension("json.tmp");
+        // Its own name: never another cassette's, nor another process's.
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let name = self.path.file_name().map_or_else(
+            || "cassette".into(),
+            |name| name.to_string_lossy().into_owned(),
+        );
+        let temporary = self.path.with_file_name(format!(
+            ".{name}.{}-{}.tmp",
+            std::process::id(),
+            WRITES.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::write(&temporary, text)
             .and_then(|()| std::fs::rename(&temporary, &self.path))
             .map_err(|e| format!("could not write {}: {e}", self.path.display()))
@@ -441,16 +511,51 @@ impl Provider for Cassette {
     fn context_window(
         &self,
     ) -> futures_util::future::BoxFuture<'_, Result<Option<ContextWindow>, ProviderError>> {
-        match (&self.inner, self.mode) {
-            (Some(inner), Mode::RecordMissing | Mode::RecordAll) => inner.context_window(),
-            _ => Box::pin(async { Ok(None) }),
-        }
+        Box::pin(async move {
+            let recording = matches!(self.mode, Mode::RecordMissing | Mode::RecordAll);
+            match &self.inner {
+                Some(inner) if recording => {
+                    let window = inner.context_window().await?;
+                    // Kept in the file's header with the next call.
+                    let mut state = self.state();
+                    if self.load(&mut state).is_ok()
+                        && let Some(file) = state.file.as_mut()
+                    {
+                        file.context_window = window.map(|w| Window {
+                            tokens: w.tokens,
+                            max_output: w.max_output,
+                        });
+                    }
+                    Ok(window)
+                }
+                _ => {
+                    let mut state = self.state();
+                    self.load(&mut state)?;
+                    Ok(state
+                        .file
+                        .as_ref()
+                        .and_then(|file| file.context_window)
+                        .map(|w| {
+                            let window = ContextWindow::new(w.tokens);
+                            match w.max_output {
+                                Some(max) => window.with_max_output(max),
+                                None => window,
+                            }
+                        }))
+                }
+            }
+        })
     }
 
     fn native_output(&self) -> bool {
-        self.inner
-            .as_ref()
-            .is_some_and(|inner| inner.native_output())
+        match (&self.inner, self.mode) {
+            (Some(inner), Mode::RecordMissing | Mode::RecordAll) => inner.native_output(),
+            _ => {
+                let mut state = self.state();
+                self.load(&mut state).is_ok()
+                    && state.file.as_ref().is_some_and(|file| file.native_output)
+            }
+        }
     }
 }
 
@@ -480,13 +585,7 @@ fn interaction(request: Value, events: Vec<Event>, error: Option<&ProviderError>
     Interaction {
         request,
         events: joined,
-        error: error.map(|error| RecordedError {
-            status: match error {
-                ProviderError::Status { status, .. } => Some(*status),
-                _ => None,
-            },
-            message: error.chain(),
-        }),
+        error: error.map(RecordedError::from),
     }
 }
 
@@ -552,15 +651,95 @@ impl From<Event> for StreamEvent {
     }
 }
 
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl From<&ProviderError> for RecordedError {
+    fn from(error: &ProviderError) -> Self {
+        match error {
+            ProviderError::Connect { endpoint, source } => RecordedError::Connect {
+                endpoint: endpoint.clone(),
+                cause: crate::error::chain(source.as_ref()),
+            },
+            ProviderError::Timeout { endpoint, after } => RecordedError::Timeout {
+                endpoint: endpoint.clone(),
+                after_ms: millis(*after),
+            },
+            ProviderError::Status {
+                status,
+                message,
+                retry_after,
+            } => RecordedError::Status {
+                status: *status,
+                message: message.clone(),
+                retry_after_ms: retry_after.map(millis),
+            },
+            ProviderError::Stream { message } => RecordedError::Stream {
+                message: message.clone(),
+            },
+            ProviderError::Decode { message } => RecordedError::Decode {
+                message: message.clone(),
+            },
+            ProviderError::GaveUp {
+                attempts,
+                elapsed,
+                last,
+            } => RecordedError::GaveUp {
+                attempts: *attempts,
+                elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+                last: Box::new(RecordedError::from(last.as_ref())),
+            },
+            ProviderError::Config(message) => RecordedError::Config {
+                message: message.clone(),
+            },
+            ProviderError::InvalidRequest { provider, message } => RecordedError::InvalidRequest {
+                provider: provider.clone(),
+                message: message.clone(),
+            },
+            other => RecordedError::Other {
+                message: other.chain(),
+            },
+        }
+    }
+}
+
 impl From<RecordedError> for ProviderError {
     fn from(error: RecordedError) -> Self {
-        match error.status {
-            Some(status) => ProviderError::Status {
-                status,
-                message: error.message,
-                retry_after: None,
+        match error {
+            RecordedError::Connect { endpoint, cause } => ProviderError::Connect {
+                endpoint,
+                source: cause.into(),
             },
-            None => ProviderError::Other(error.message.into()),
+            RecordedError::Timeout { endpoint, after_ms } => ProviderError::Timeout {
+                endpoint,
+                after: Duration::from_millis(after_ms),
+            },
+            RecordedError::Status {
+                status,
+                message,
+                retry_after_ms,
+            } => ProviderError::Status {
+                status,
+                message,
+                retry_after: retry_after_ms.map(Duration::from_millis),
+            },
+            RecordedError::Stream { message } => ProviderError::Stream { message },
+            RecordedError::Decode { message } => ProviderError::Decode { message },
+            RecordedError::GaveUp {
+                attempts,
+                elapsed_ns,
+                last,
+            } => ProviderError::GaveUp {
+                attempts,
+                elapsed: Duration::from_nanos(elapsed_ns),
+                last: Box::new((*last).into()),
+            },
+            RecordedError::Config { message } => ProviderError::Config(message),
+            RecordedError::InvalidRequest { provider, message } => {
+                ProviderError::InvalidRequest { provider, message }
+            }
+            RecordedError::Other { message } => ProviderError::Other(message.into()),
         }
     }
 }
@@ -607,14 +786,19 @@ fn compare(
                 path.push(index.to_string());
                 match (a.get(index), b.get(index)) {
                     (Some(x), Some(y)) => compare(x, y, path, ignored, found),
-                    (x, y) => found.push((
+                    (x, y) if !ignored.iter().any(|p| matches(p, path)) => found.push((
                         path.join("."),
                         x.map_or("nothing".into(), shown),
                         y.map_or("nothing".into(), shown),
                     )),
+                    _ => {}
                 }
                 path.pop();
             }
+        }
+        (Value::String(a), Value::String(b)) if a != b => {
+            let (a, b) = around_difference(a, b);
+            found.push((path.join("."), a, b));
         }
         (a, b) if a != b => found.push((path.join("."), shown(a), shown(b))),
         _ => {}
@@ -634,6 +818,30 @@ fn shown(value: &Value) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
     }
+}
+
+/// Two strings as JSON, each cut to a window around where they first
+/// differ: a long prompt that changed at its end shows its end.
+fn around_difference(a: &str, b: &str) -> (String, String) {
+    let at = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or_else(|| a.len().min(b.len()), |((at, _), _)| at);
+    let window = |text: &str| {
+        let start = text[..at.min(text.len())]
+            .char_indices()
+            .rev()
+            .nth(40)
+            .map_or(0, |(i, _)| i);
+        let shown = shown(&Value::String(text[start..].to_owned()));
+        if start > 0 {
+            format!("…{shown}")
+        } else {
+            shown
+        }
+    };
+    (window(a), window(b))
 }
 
 /// The readable mismatch: which call, and each field that differs.

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::request::canonical;
 use crate::message::{Message, Part, Role, ToolCall, ToolResult, ToolSpec};
+use crate::provider::assemble::parse_arguments;
 use crate::provider::{
     ChatRequest, FinishReason, ModelSettings, OutputFormat, Provider, ProviderError, StreamEvent,
     ToolChoice,
@@ -41,7 +42,7 @@ pub enum Verdict {
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Verdict::Pass => "pass",
             Verdict::Degraded => "degraded",
             Verdict::Fail => "fail",
@@ -58,8 +59,8 @@ pub struct Outcome {
     pub name: &'static str,
     /// How it ended.
     pub verdict: Verdict,
-    /// What the server did instead, what broke, or why it was skipped;
-    /// empty on a plain pass.
+    /// What the server did instead, what broke, why it was skipped, or a
+    /// note on a pass; often empty on a pass.
     pub detail: String,
     /// For a failure, the request as sent (ferrobot's form of it) and
     /// what came back, for a bug report.
@@ -171,12 +172,16 @@ impl Call {
         let mut calls: BTreeMap<usize, (Option<String>, String, String)> = BTreeMap::new();
         for event in &self.events {
             if let StreamEvent::ToolCallDelta(delta) = event {
+                // The first id and name win, as the agent assembles them:
+                // some servers repeat them on every piece.
                 let call = calls.entry(delta.index).or_default();
-                if let Some(id) = delta.id.as_ref().filter(|id| !id.is_empty()) {
-                    call.0 = Some(id.clone());
+                if call.0.is_none() {
+                    call.0 = delta.id.clone().filter(|id| !id.is_empty());
                 }
-                if let Some(name) = &delta.name {
-                    call.1.push_str(name);
+                if call.1.is_empty()
+                    && let Some(name) = &delta.name
+                {
+                    call.1.clone_from(name);
                 }
                 call.2.push_str(&delta.arguments);
             }
@@ -246,6 +251,19 @@ impl Ask {
         self.choice = choice;
         self
     }
+
+    fn request<'a>(
+        &'a self,
+        settings: &'a ModelSettings,
+        cancel: &'a CancellationToken,
+    ) -> ChatRequest<'a> {
+        ChatRequest::new(&self.messages)
+            .tools(&self.tools)
+            .tool_choice(&self.choice)
+            .output(self.output.as_ref())
+            .settings(settings)
+            .cancel(cancel)
+    }
 }
 
 fn weather() -> ToolSpec {
@@ -295,7 +313,6 @@ impl Conformance {
         let text = call(
             self.provider.as_ref(),
             &Ask::text("Say hello in one short sentence."),
-            None,
         )
         .await;
         scenarios.push(judge_text("streamed_text", &text));
@@ -304,7 +321,6 @@ impl Conformance {
                 let call = call(
                     provider.as_ref(),
                     &Ask::text("Say hello in one short sentence."),
-                    None,
                 )
                 .await;
                 judge_text("non_streamed_text", &call)
@@ -364,16 +380,16 @@ impl Conformance {
         let mut asked = call(
             self.provider.as_ref(),
             &Ask::text(prompt).tools(vec![weather()], ToolChoice::Auto),
-            None,
         )
         .await;
         let mut notes = Vec::new();
+        let mut forced = false;
         if asked.error.is_none() && asked.calls().is_empty() {
-            notes.push("the model answered in text until the call was required".to_owned());
+            // The model's choice, not the protocol's: a note, not a fault.
+            forced = true;
             asked = call(
                 self.provider.as_ref(),
                 &Ask::text(prompt).tools(vec![weather()], ToolChoice::Required),
-                None,
             )
             .await;
         }
@@ -430,7 +446,16 @@ impl Conformance {
             name.clone(),
             arguments,
         );
-        (degraded_if(NAME, &notes), Some(made))
+        let mut judged = degraded_if(NAME, &notes);
+        if forced {
+            let note = "called once required (with tool_choice auto it answered in text)";
+            judged.detail = if judged.detail.is_empty() {
+                note.to_owned()
+            } else {
+                format!("{}; {note}", judged.detail)
+            };
+        }
+        (judged, Some(made))
     }
 
     /// The call's result sent back: the model answers from it.
@@ -453,7 +478,7 @@ impl Conformance {
             choice: ToolChoice::Auto,
             output: None,
         };
-        let answer = call(self.provider.as_ref(), &ask, None).await;
+        let answer = call(self.provider.as_ref(), &ask).await;
         match &answer.error {
             Some(error) => answer.failed(
                 NAME,
@@ -480,7 +505,7 @@ impl Conformance {
         );
         let ask = Ask::text("What time is it? Use the get_time tool.")
             .tools(vec![clock], ToolChoice::Required);
-        let answer = call(self.provider.as_ref(), &ask, None).await;
+        let answer = call(self.provider.as_ref(), &ask).await;
         if let Some(error) = &answer.error {
             return answer.failed(NAME, format!("the server failed: {}", error.chain()));
         }
@@ -488,11 +513,11 @@ impl Conformance {
             return outcome(NAME, Verdict::Skipped, "the model made no call");
         };
         match arguments(&raw) {
-            Ok((arguments, _)) if arguments.as_object().is_some_and(|o| o.is_empty()) => {
+            Ok((arguments, note)) if arguments.as_object().is_some_and(|o| o.is_empty()) => {
                 if raw.trim().is_empty() {
                     outcome(NAME, Verdict::Degraded, "no arguments at all, read as {}")
                 } else {
-                    outcome(NAME, Verdict::Pass, "")
+                    degraded_if(NAME, &note.into_iter().collect::<Vec<_>>())
                 }
             }
             Ok((arguments, _)) => outcome(
@@ -526,7 +551,7 @@ impl Conformance {
         let ask =
             Ask::text("Put a team lunch on 2026-12-03 at 12 with Ann and Bob in the calendar.")
                 .tools(vec![event], ToolChoice::Required);
-        let answer = call(self.provider.as_ref(), &ask, None).await;
+        let answer = call(self.provider.as_ref(), &ask).await;
         if let Some(error) = &answer.error {
             return answer.failed(NAME, format!("the server failed: {}", error.chain()));
         }
@@ -569,7 +594,7 @@ impl Conformance {
             choice: ToolChoice::Auto,
             output: None,
         };
-        let answer = call(self.provider.as_ref(), &ask, None).await;
+        let answer = call(self.provider.as_ref(), &ask).await;
         match &answer.error {
             Some(error) => answer.failed(
                 NAME,
@@ -591,7 +616,7 @@ impl Conformance {
             "What is the weather in Paris and in Tokyo? Call get_weather once for each city, both at once.",
         )
         .tools(vec![weather()], ToolChoice::Auto);
-        let answer = call(self.provider.as_ref(), &ask, None).await;
+        let answer = call(self.provider.as_ref(), &ask).await;
         let verdict = match &answer.error {
             Some(error) => answer.failed(NAME, format!("the server failed: {}", error.chain())),
             None => {
@@ -636,7 +661,7 @@ impl Conformance {
                 "additionalProperties": false,
             }),
         ));
-        let answer = call(self.provider.as_ref(), &ask, None).await;
+        let answer = call(self.provider.as_ref(), &ask).await;
         if let Some(error) = &answer.error {
             return answer.failed(
                 NAME,
@@ -655,14 +680,18 @@ impl Conformance {
         const NAME: &str = "cancellation";
         let cancel = CancellationToken::new();
         let ask = Ask::text("Count from 1 to 100, one number a line.");
-        let (messages, settings) = (&ask.messages, settings());
-        let request = ChatRequest::new(messages)
-            .settings(&settings)
-            .cancel(&cancel);
+        let settings = settings();
+        let request = ask.request(&settings, &cancel);
+        let sent = canonical(&request);
+        let failed = |detail: String| Outcome {
+            name: NAME,
+            verdict: Verdict::Fail,
+            detail,
+            exchange: Some(json!({ "request": sent })),
+        };
         let mut stream = self.provider.stream(request);
-        let first = tokio::time::timeout(SCENARIO_TIME, stream.next()).await;
-        match first {
-            Err(_) => return outcome(NAME, Verdict::Fail, "no event before the time-out"),
+        match tokio::time::timeout(SCENARIO_TIME, stream.next()).await {
+            Err(_) => return failed("no event before the time-out".into()),
             Ok(None) => {
                 return outcome(
                     NAME,
@@ -670,33 +699,31 @@ impl Conformance {
                     "the answer ended before it could be cancelled",
                 );
             }
-            Ok(Some(Err(error))) => {
-                return outcome(
-                    NAME,
-                    Verdict::Fail,
-                    format!("the server failed: {}", error.chain()),
-                );
-            }
+            Ok(Some(Err(error))) => return failed(format!("the server failed: {}", error.chain())),
             Ok(Some(Ok(_))) => {}
         }
         cancel.cancel();
         let cancelled = Instant::now();
         let drained = tokio::time::timeout(Duration::from_secs(5), async {
-            let mut after = 0usize;
-            while let Some(event) = stream.next().await {
-                if event.is_err() {
-                    break;
-                }
+            let (mut after, mut finished) = (0usize, false);
+            while let Some(Ok(event)) = stream.next().await {
                 after += 1;
+                finished |= matches!(event, StreamEvent::Finish(_));
             }
-            after
+            (after, finished)
         })
         .await;
         match drained {
+            // The whole answer came: the cancel was never put to the test.
+            Ok((_, true)) => outcome(
+                NAME,
+                Verdict::Skipped,
+                "the answer finished before the cancel took effect",
+            ),
             Ok(_) if cancelled.elapsed() < Duration::from_secs(2) => {
                 outcome(NAME, Verdict::Pass, "")
             }
-            Ok(after) => outcome(
+            Ok((after, false)) => outcome(
                 NAME,
                 Verdict::Degraded,
                 format!(
@@ -704,11 +731,7 @@ impl Conformance {
                     cancelled.elapsed().as_millis()
                 ),
             ),
-            Err(_) => outcome(
-                NAME,
-                Verdict::Fail,
-                "the stream went on 5 s after the cancel",
-            ),
+            Err(_) => failed("the stream went on 5 s after the cancel".into()),
         }
     }
 
@@ -721,8 +744,13 @@ impl Conformance {
                 "no provider asking for a missing model given",
             );
         };
-        let answer = call(failing.as_ref(), &Ask::text("Say hello."), None).await;
-        match &answer.error {
+        let answer = call(failing.as_ref(), &Ask::text("Say hello.")).await;
+        // Retried first: what the server said is the last answer.
+        let mut error = answer.error.as_ref();
+        while let Some(ProviderError::GaveUp { last, .. }) = error {
+            error = Some(last);
+        }
+        match error {
             Some(ProviderError::Status {
                 status, message, ..
             }) if (400..500).contains(status) => {
@@ -775,23 +803,19 @@ fn round(prompt: &str, made: ToolCall, result: &str) -> Vec<Message> {
     ]
 }
 
-/// A call's raw arguments as a JSON object, and a note when they came
-/// double-encoded; why not otherwise.
+/// A call's raw arguments decoded as the agent decodes them, as an
+/// object, with a note when they came double-encoded; why not otherwise.
 fn arguments(raw: &str) -> Result<(Value, Option<String>), String> {
-    if raw.trim().is_empty() {
-        return Ok((json!({}), None));
-    }
-    match serde_json::from_str::<Value>(raw) {
-        Ok(object @ Value::Object(_)) => Ok((object, None)),
-        Ok(Value::String(inner)) => match serde_json::from_str::<Value>(&inner) {
-            Ok(object @ Value::Object(_)) => Ok((
-                object,
-                Some("arguments arrived double-encoded, ferrobot decoded them".into()),
-            )),
-            _ => Err(format!("the arguments are a string, not an object: {raw}")),
-        },
-        Ok(other) => Err(format!("the arguments are {other}, not an object")),
-        Err(error) => Err(format!("the arguments are no JSON ({error}): {raw}")),
+    let double = matches!(serde_json::from_str::<Value>(raw), Ok(Value::String(_)));
+    match parse_arguments(raw.to_owned()) {
+        object @ Value::Object(_) => Ok((
+            object,
+            double.then(|| "arguments arrived double-encoded, ferrobot decoded them".to_owned()),
+        )),
+        Value::String(_) if serde_json::from_str::<Value>(raw).is_err() => {
+            Err(format!("the arguments are no JSON: {raw}"))
+        }
+        other => Err(format!("the arguments are {other}, not an object")),
     }
 }
 
@@ -803,15 +827,10 @@ fn settings() -> ModelSettings {
 }
 
 /// One call, its events collected, within [`SCENARIO_TIME`].
-async fn call(provider: &dyn Provider, ask: &Ask, cancel: Option<&CancellationToken>) -> Call {
+async fn call(provider: &dyn Provider, ask: &Ask) -> Call {
     let settings = settings();
     let never = CancellationToken::new();
-    let request = ChatRequest::new(&ask.messages)
-        .tools(&ask.tools)
-        .tool_choice(&ask.choice)
-        .output(ask.output.as_ref())
-        .settings(&settings)
-        .cancel(cancel.unwrap_or(&never));
+    let request = ask.request(&settings, &never);
     let mut made = Call {
         request: canonical(&request),
         events: Vec::new(),

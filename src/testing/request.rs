@@ -36,9 +36,13 @@ pub(crate) fn canonical(request: &ChatRequest<'_>) -> Value {
             json!({ "name": output.name, "description": output.description, "schema": output.schema }),
         );
     }
-    let settings = serde_json::to_value(request.settings).unwrap_or_default();
-    if settings.as_object().is_some_and(|s| !s.is_empty()) {
-        canonical.insert("settings".into(), settings);
+    // Only the settings given: an unset one is the provider's own.
+    if let Value::Object(mut settings) = serde_json::to_value(request.settings).unwrap_or_default()
+    {
+        settings.retain(|_, value| !value.is_null());
+        if !settings.is_empty() {
+            canonical.insert("settings".into(), Value::Object(settings));
+        }
     }
     Value::Object(canonical)
 }

@@ -1820,7 +1820,7 @@ async fn doctor_conformance_says_when_tool_calling_is_not_usable() {
     assert!(text.contains("streamed_text        pass"), "{text}");
     assert!(
         text.contains(
-            "tool_call            fail the model never called the tool, even when required"
+            "tool_call            fail      the model never called the tool, even when required"
         ),
         "{text}"
     );
