@@ -279,6 +279,14 @@ impl<D: Dialect> Http<D> {
         self.endpoint_with(|e| e.set_observer(observer))
     }
 
+    /// Answers requests from `replay` instead of the network where it has
+    /// an answer: a wire cassette's recording, read by this dialect's own
+    /// decoder. By default, none.
+    #[must_use]
+    pub fn replay(self, replay: Arc<dyn super::observe::Replay>) -> Self {
+        self.endpoint_with(|e| e.set_replay(replay))
+    }
+
     /// Sends the request and, once the server answered well, returns the
     /// stream of its events.
     async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {

@@ -20,7 +20,7 @@ use super::http::{
     CONNECT_TIMEOUT, READ_TIMEOUT, build_client, error_message, redact, retry_after,
     transport_error,
 };
-use super::observe::{Observe, Outcome, WireRequest, WireResponse};
+use super::observe::{Observe, Outcome, Replay, Replayed, WireRequest, WireResponse};
 use super::{Health, ProviderError, RetryPolicy};
 
 /// How a dialect's server takes the API key.
@@ -68,6 +68,8 @@ pub struct Endpoint {
     /// every request fails with it, so that it is not silently dropped.
     problem: Option<String>,
     observer: Option<Arc<dyn Observe>>,
+    /// Answers from a recording instead of the network, when set.
+    replay: Option<Arc<dyn Replay>>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -85,6 +87,7 @@ impl fmt::Debug for Endpoint {
             .field("retry", &self.retry)
             .field("timeouts", &(self.connect_timeout, self.read_timeout))
             .field("observed", &self.observer.is_some())
+            .field("replayed", &self.replay.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -136,6 +139,7 @@ impl Endpoint {
             client: build_client(CONNECT_TIMEOUT),
             problem: None,
             observer: None,
+            replay: None,
         }
     }
 
@@ -233,6 +237,10 @@ impl Endpoint {
         self.observer = Some(observer);
     }
 
+    pub(crate) fn set_replay(&mut self, replay: Arc<dyn Replay>) {
+        self.replay = Some(replay);
+    }
+
     /// A configuration error unless a model is set; `example` names one.
     pub(crate) fn require_model(&self, example: &str) -> Result<(), ProviderError> {
         if self.model.is_empty() {
@@ -294,30 +302,39 @@ impl Endpoint {
             map.insert(name.clone(), value.clone());
         }
         let shown_url = redact(url);
+        let listed_headers =
+            (self.observer.is_some() || self.replay.is_some()).then(|| listed(&map));
+        let wire = WireRequest {
+            method: method.as_str(),
+            url: &shown_url,
+            headers: listed_headers.as_deref().unwrap_or_default(),
+            body: body.as_deref().unwrap_or_default(),
+        };
         let tap = self.observer.as_ref().map(|observer| {
             let tap = Tap::new(observer.clone());
-            let headers = listed(&map);
-            observer.request(
-                tap.exchange,
-                &WireRequest {
-                    method: method.as_str(),
-                    url: &shown_url,
-                    headers: &headers,
-                    body: body.as_deref().unwrap_or_default(),
-                },
-            );
+            observer.request(tap.exchange, &wire);
             tap
         });
-        let mut request = client.request(method, url).headers(map);
-        if let Some(body) = body {
-            request = request.body(body);
-        }
-        let sent = match tokio::time::timeout(wait, request.send()).await {
-            Ok(result) => result.map_err(|e| transport_error(&shown_url, wait, e)),
-            Err(_) => Err(ProviderError::Timeout {
-                endpoint: shown_url.clone(),
-                after: wait,
-            }),
+        let replayed = self
+            .replay
+            .as_ref()
+            .and_then(|replay| replay.respond(&wire));
+        let sent = match replayed {
+            Some(Ok(answer)) => Ok(replayed_response(answer)),
+            Some(Err(error)) => Err(error),
+            None => {
+                let mut request = client.request(method, url).headers(map);
+                if let Some(body) = body {
+                    request = request.body(body);
+                }
+                match tokio::time::timeout(wait, request.send()).await {
+                    Ok(result) => result.map_err(|e| transport_error(&shown_url, wait, e)),
+                    Err(_) => Err(ProviderError::Timeout {
+                        endpoint: shown_url.clone(),
+                        after: wait,
+                    }),
+                }
+            }
         };
         let response = match sent {
             Ok(response) => response,
@@ -487,6 +504,30 @@ fn unhealthy(started: Instant, error: &ProviderError) -> Health {
         ProviderError::Config(message) => Health::problem(Duration::ZERO, message.clone()),
         other => Health::problem(started.elapsed(), other.chain()),
     }
+}
+
+/// A recorded answer as the response the network would have given: the
+/// dialect's decoder reads it as it read the real one, piece by piece.
+fn replayed_response(answer: Replayed) -> reqwest::Response {
+    use futures_util::StreamExt as _;
+    let pieces = futures_util::stream::iter(answer.chunks).then(|(pause, bytes)| async move {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+        Ok::<_, std::io::Error>(bytes)
+    });
+    let mut response = ::http::Response::new(reqwest::Body::wrap_stream(pieces));
+    *response.status_mut() =
+        ::http::StatusCode::from_u16(answer.status).unwrap_or(::http::StatusCode::BAD_GATEWAY);
+    for (name, value) in answer.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    reqwest::Response::from(response)
 }
 
 /// Headers as observers see them, credentials redacted.

@@ -80,6 +80,8 @@ pub use error::ProviderError;
 #[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]
 pub use gemini::Gemini;
 pub use observe::{Observe, Outcome, WireRequest, WireResponse};
+#[cfg(feature = "__http")]
+pub use observe::{Replay, Replayed};
 #[cfg(feature = "ollama")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ollama")))]
 pub use ollama::Ollama;

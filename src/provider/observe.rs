@@ -61,6 +61,50 @@ pub trait Observe: Send + Sync + 'static {
     }
 }
 
+#[cfg(feature = "__http")]
+/// Answers a provider's requests from a recording instead of the network:
+/// a wire cassette (`testing::WireCassette`, feature `cassette`) replaying
+/// raw bytes through the dialect's real decoder. Set one with any dialect's
+/// `.replay(…)`.
+pub trait Replay: Send + Sync + 'static {
+    /// The recorded answer to `request` (credentials redacted, as an
+    /// [`Observe`]r sees it); `None` to send it to the server, an error to
+    /// fail the call with it (no recording matches).
+    ///
+    /// # Errors
+    /// When the request can't be answered: the message says why.
+    fn respond(&self, request: &WireRequest<'_>) -> Option<Result<Replayed, ProviderError>>;
+}
+
+/// A recorded answer, for [`Replay`].
+#[cfg(feature = "__http")]
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Replayed {
+    /// The HTTP status.
+    pub status: u16,
+    /// The headers.
+    pub headers: Vec<(String, String)>,
+    /// The body in the pieces it arrived in, each after its pause.
+    pub chunks: Vec<(std::time::Duration, bytes::Bytes)>,
+}
+
+#[cfg(feature = "__http")]
+impl Replayed {
+    /// An answer with this status, headers and body pieces.
+    pub fn new(
+        status: u16,
+        headers: Vec<(String, String)>,
+        chunks: Vec<(std::time::Duration, bytes::Bytes)>,
+    ) -> Self {
+        Self {
+            status,
+            headers,
+            chunks,
+        }
+    }
+}
+
 /// A request as an [`Observe`]r sees it.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]

@@ -746,7 +746,11 @@ impl From<RecordedError> for ProviderError {
 
 /// Each place where `now` differs from `recorded`, outside the ignored
 /// paths: `(path, recorded, now)`.
-fn differences(recorded: &Value, now: &Value, ignored: &[String]) -> Vec<(String, String, String)> {
+pub(super) fn differences(
+    recorded: &Value,
+    now: &Value,
+    ignored: &[String],
+) -> Vec<(String, String, String)> {
     let mut found = Vec::new();
     compare(recorded, now, &mut Vec::new(), ignored, &mut found);
     found
@@ -845,7 +849,7 @@ fn around_difference(a: &str, b: &str) -> (String, String) {
 }
 
 /// The readable mismatch: which call, and each field that differs.
-fn mismatch(index: usize, differ: &[(String, String, String)]) -> String {
+pub(super) fn mismatch(index: usize, differ: &[(String, String, String)]) -> String {
     let mut message = format!(
         "call {} differs from its recording ({} field{}):",
         index + 1,

@@ -18,8 +18,13 @@ mod openai;
 #[cfg(any(feature = "cassette", feature = "conformance"))]
 mod request;
 
+#[cfg(all(feature = "cassette", feature = "__http"))]
+mod wire;
+
 #[cfg(feature = "cassette")]
 pub use cassette::{Cassette, Mode, RECORD_VAR};
+#[cfg(all(feature = "cassette", feature = "__http"))]
+pub use wire::WireCassette;
 
 pub use mock::{MockProvider, MockTurn, RecordedRequest};
 pub use openai::{OpenAiStream, sse_body, text_sse, tool_call_sse};

@@ -203,6 +203,18 @@ async fn cassettes() -> ferrobot::Result<()> {
     Ok(())
 }
 
+/// Compiled, not run: recording needs a real model server.
+#[cfg(feature = "cassette")]
+#[allow(dead_code)]
+fn wire_cassette() {
+    use ferrobot::{Agent, provider::OpenAiCompatible, testing::WireCassette};
+
+    let server = OpenAiCompatible::new("http://localhost:8080/v1").model("qwen3:8b");
+    let provider = WireCassette::new("tests/cassettes/hello.wire.json").wrap(server);
+    let agent = Agent::builder().provider(provider).build();
+    let _ = agent;
+}
+
 /// Compiled, not run: it needs a real model server.
 #[cfg(feature = "conformance")]
 #[allow(dead_code)]

@@ -85,6 +85,17 @@ mod sqlite;
 // passwords kept out of errors.
 #[cfg(feature = "postgres")]
 mod postgres;
+// Wire cassettes: each dialect's bytes recorded and replayed through its decoder.
+#[cfg(all(
+    feature = "cassette",
+    feature = "openai",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "ollama",
+    feature = "responses",
+    feature = "sqlite"
+))]
+mod wire_cassette;
 // The conformance check: the real llama.cpp server, and scripted faults.
 #[cfg(all(feature = "conformance", feature = "openai"))]
 mod conformance_check;

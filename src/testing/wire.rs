@@ -1,0 +1,437 @@
+//! Cassettes at the HTTP layer: the raw bytes of each exchange, replayed
+//! through the dialect's real decoder: [`WireCassette`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::cassette::{Mode, RECORD_VAR, differences, mismatch};
+use crate::provider::dialect::{Dialect, Http};
+use crate::provider::{
+    Observe, Outcome, ProviderError, Replay, Replayed, WireRequest, WireResponse,
+};
+
+/// The version of the file format; a file of another is refused.
+const VERSION: u32 = 1;
+
+/// A cassette of raw HTTP exchanges: what a dialect sent (credentials
+/// redacted) and the bytes it got back, piece by piece with their timing.
+/// Replayed, the bytes go through the dialect's own decoder, so a test
+/// covers the wire format too — the layer below [`Cassette`](super::Cassette),
+/// which keeps decoded events and works for any provider.
+///
+/// Modes as [`Cassette`](super::Cassette)'s (`FERROBOT_RECORD`). Exchanges
+/// are matched in order by method, path and body (JSON compared field by
+/// field, [`ignore`](Self::ignore) paths left out); the host and port are
+/// not compared, so a recording made against a local server on any port
+/// replays anywhere. Replayed at full speed unless
+/// [`with_timing`](Self::with_timing). It takes the provider's observer
+/// slot.
+///
+/// # Examples
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> ferrobot::Result<()> {
+/// use ferrobot::{Agent, provider::OpenAiCompatible, testing::WireCassette};
+///
+/// let server = OpenAiCompatible::new("http://localhost:8080/v1").model("qwen3:8b");
+/// let provider = WireCassette::new("tests/cassettes/hello.wire.json").wrap(server);
+/// let agent = Agent::builder().provider(provider).build();
+/// println!("{}", agent.handle("t", "hi").await?.text);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct WireCassette(Arc<Inner>);
+
+struct Inner {
+    path: PathBuf,
+    mode: Mode,
+    timing: bool,
+    ignored: Vec<String>,
+    state: Mutex<State>,
+}
+
+struct State {
+    file: Option<File>,
+    /// How many recorded exchanges were replayed, in order.
+    played: usize,
+    /// Exchanges being recorded, by the observer's number.
+    recording: HashMap<u64, Exchange>,
+    /// When each recorded exchange's last piece came.
+    last_piece: HashMap<u64, Instant>,
+    broken: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct File {
+    ferrobot_wire_cassette: u32,
+    exchanges: Vec<Exchange>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Exchange {
+    method: String,
+    /// The URL as sent, credentials redacted; only its path is compared.
+    url: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    request_headers: Vec<(String, String)>,
+    /// The body: JSON when it is, else text.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    body: Value,
+    status: u16,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    headers: Vec<(String, String)>,
+    pieces: Vec<Piece>,
+}
+
+/// A piece of the answer's body: text when it is UTF-8 on its own, base64
+/// otherwise (a piece that ends inside a character).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Piece {
+    #[serde(default)]
+    after_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base64: Option<String>,
+}
+
+impl std::fmt::Debug for WireCassette {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireCassette")
+            .field("path", &self.0.path)
+            .field("mode", &self.0.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WireCassette {
+    /// A wire cassette at `path`, in the mode `FERROBOT_RECORD` asks for.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::build(path.into(), Mode::from_env(), false, Vec::new())
+    }
+
+    fn build(path: PathBuf, mode: Mode, timing: bool, ignored: Vec<String>) -> Self {
+        Self(Arc::new(Inner {
+            path,
+            mode,
+            timing,
+            ignored,
+            state: Mutex::new(State {
+                file: None,
+                played: 0,
+                recording: HashMap::new(),
+                last_piece: HashMap::new(),
+                broken: None,
+            }),
+        }))
+    }
+
+    fn rebuild(self, change: impl FnOnce(&mut Mode, &mut bool, &mut Vec<String>)) -> Self {
+        let inner = &self.0;
+        let (mut mode, mut timing, mut ignored) = (inner.mode, inner.timing, inner.ignored.clone());
+        change(&mut mode, &mut timing, &mut ignored);
+        Self::build(inner.path.clone(), mode, timing, ignored)
+    }
+
+    /// Replays, records missing exchanges or records all, whatever the
+    /// environment says.
+    #[must_use]
+    pub fn mode(self, mode: Mode) -> Self {
+        self.rebuild(|m, _, _| *m = mode)
+    }
+
+    /// Replays each piece after the pause it came after, for tests of
+    /// time-outs and streaming. By default, at full speed.
+    #[must_use]
+    pub fn with_timing(self) -> Self {
+        self.rebuild(|_, timing, _| *timing = true)
+    }
+
+    /// Leaves a part of the request body out of the comparison: a dotted
+    /// path into its JSON, `*` for any key or index (`messages.0.content`).
+    #[must_use]
+    pub fn ignore(self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        self.rebuild(|_, _, ignored| ignored.push(path))
+    }
+
+    /// The cassette's file.
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+
+    /// `provider` recording into this cassette and answered from it.
+    pub fn wrap<D: Dialect>(&self, provider: Http<D>) -> Http<D> {
+        provider
+            .observe(Arc::new(self.clone()))
+            .replay(Arc::new(self.clone()))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn error(&self, message: impl Into<String>) -> ProviderError {
+        ProviderError::InvalidRequest {
+            provider: format!("the wire cassette {}", self.0.path.display()),
+            message: message.into(),
+        }
+    }
+
+    /// Reads the file at the first exchange; in a recording mode a missing
+    /// file starts empty.
+    fn load(&self, state: &mut State) -> Result<(), ProviderError> {
+        if let Some(broken) = &state.broken {
+            return Err(self.error(broken.clone()));
+        }
+        if state.file.is_some() {
+            return Ok(());
+        }
+        let read = match self.0.mode {
+            Mode::RecordAll => Err(std::io::ErrorKind::NotFound.into()),
+            _ => std::fs::read(&self.0.path),
+        };
+        let file = match read {
+            Ok(bytes) => match serde_json::from_slice::<File>(&bytes) {
+                Ok(file) if file.ferrobot_wire_cassette == VERSION => file,
+                Ok(_) | Err(_) => {
+                    let broken = format!(
+                        "it is no wire cassette of format {VERSION}: record it again with {RECORD_VAR}=all"
+                    );
+                    state.broken = Some(broken.clone());
+                    return Err(self.error(broken));
+                }
+            },
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                if self.0.mode == Mode::Replay {
+                    return Err(self.error(format!(
+                        "there is no such file: record it against a real server with {RECORD_VAR}=missing"
+                    )));
+                }
+                File {
+                    ferrobot_wire_cassette: VERSION,
+                    exchanges: Vec::new(),
+                }
+            }
+            Err(error) => return Err(self.error(format!("could not read it: {error}"))),
+        };
+        state.file = Some(file);
+        Ok(())
+    }
+
+    /// Writes the file through a temporary file of its own, renamed over it.
+    fn write(&self, file: &File) -> Result<(), String> {
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let path = &self.0.path;
+        let mut text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
+        text.push('\n');
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        let name = path
+            .file_name()
+            .map_or_else(|| "wire".into(), |n| n.to_string_lossy().into_owned());
+        let temporary = path.with_file_name(format!(
+            ".{name}.{}-{}.tmp",
+            std::process::id(),
+            WRITES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&temporary, text)
+            .and_then(|()| std::fs::rename(&temporary, path))
+            .map_err(|e| format!("could not write {}: {e}", path.display()))
+    }
+}
+
+/// A body as the file keeps it: JSON when it is, else text.
+fn body_value(body: &[u8]) -> Value {
+    if body.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| String::from_utf8_lossy(body).into_owned().into())
+}
+
+/// A URL's path, without scheme, host, port or query.
+fn path_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = rest.find('/').map_or("/", |at| &rest[at..]);
+    path.split(['?', '#']).next().unwrap_or(path)
+}
+
+impl Replay for WireCassette {
+    fn respond(&self, request: &WireRequest<'_>) -> Option<Result<Replayed, ProviderError>> {
+        let mut state = self.state();
+        if let Err(error) = self.load(&mut state) {
+            return Some(Err(error));
+        }
+        let played = state.played;
+        let file = state.file.as_ref()?;
+        let Some(recorded) = file.exchanges.get(played) else {
+            return match self.0.mode {
+                Mode::Replay => Some(Err(self.error(format!(
+                    "it holds {} exchange(s) and this is one more: record it with {RECORD_VAR}=missing",
+                    file.exchanges.len()
+                )))),
+                // Recording: asked of the server, and kept.
+                _ => None,
+            };
+        };
+        let wanted = serde_json::json!({
+            "method": recorded.method, "path": path_of(&recorded.url), "body": recorded.body,
+        });
+        let now = serde_json::json!({
+            "method": request.method, "path": path_of(request.url), "body": body_value(request.body),
+        });
+        let ignored: Vec<String> = self.0.ignored.iter().map(|p| format!("body.{p}")).collect();
+        let differ = differences(&wanted, &now, &ignored);
+        if !differ.is_empty() {
+            return Some(Err(self.error(mismatch(played, &differ))));
+        }
+        let chunks = recorded
+            .pieces
+            .iter()
+            .map(|piece| {
+                let bytes = match (&piece.text, &piece.base64) {
+                    (Some(text), _) => Bytes::from(text.clone()),
+                    (None, Some(encoded)) => base64::engine::general_purpose::STANDARD
+                        .decode(encoded)
+                        .map(Bytes::from)
+                        .unwrap_or_default(),
+                    (None, None) => Bytes::new(),
+                };
+                let pause = if self.0.timing {
+                    Duration::from_millis(piece.after_ms)
+                } else {
+                    Duration::ZERO
+                };
+                (pause, bytes)
+            })
+            .collect();
+        let answer = Replayed::new(recorded.status, recorded.headers.clone(), chunks);
+        state.played += 1;
+        Some(Ok(answer))
+    }
+}
+
+impl Observe for WireCassette {
+    fn request(&self, exchange: u64, request: &WireRequest<'_>) {
+        // Only what goes to the network is recorded: a replayed exchange
+        // is in the file already.
+        if self.0.mode == Mode::Replay {
+            return;
+        }
+        let mut state = self.state();
+        // Read now: whether this exchange is one the file answers.
+        if self.load(&mut state).is_err() {
+            return;
+        }
+        let replaying = state
+            .file
+            .as_ref()
+            .is_some_and(|file| state.played < file.exchanges.len());
+        if replaying {
+            return;
+        }
+        state.recording.insert(
+            exchange,
+            Exchange {
+                method: request.method.to_owned(),
+                url: redact_query(request.url),
+                request_headers: request.headers.to_vec(),
+                body: body_value(request.body),
+                ..Exchange::default()
+            },
+        );
+        state.last_piece.insert(exchange, Instant::now());
+    }
+
+    fn response(&self, exchange: u64, response: &WireResponse<'_>) {
+        let mut state = self.state();
+        let now = Instant::now();
+        if let Some(recorded) = state.recording.get_mut(&exchange) {
+            recorded.status = response.status;
+            recorded.headers = response.headers.to_vec();
+            state.last_piece.insert(exchange, now);
+        }
+    }
+
+    fn chunk(&self, exchange: u64, bytes: &[u8]) {
+        let mut state = self.state();
+        let now = Instant::now();
+        let after = state.last_piece.insert(exchange, now).map_or(0, |before| {
+            u64::try_from(now.duration_since(before).as_millis()).unwrap_or(u64::MAX)
+        });
+        if let Some(recorded) = state.recording.get_mut(&exchange) {
+            let piece = match std::str::from_utf8(bytes) {
+                Ok(text) => Piece {
+                    after_ms: after,
+                    text: Some(text.to_owned()),
+                    base64: None,
+                },
+                Err(_) => Piece {
+                    after_ms: after,
+                    text: None,
+                    base64: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                },
+            };
+            recorded.pieces.push(piece);
+        }
+    }
+
+    fn end(&self, exchange: u64, outcome: Outcome<'_>) {
+        let mut state = self.state();
+        state.last_piece.remove(&exchange);
+        let Some(recorded) = state.recording.remove(&exchange) else {
+            return;
+        };
+        // Kept once the whole answer came (an error status too); a call
+        // given up before, or one that never got an answer, is not.
+        if !matches!(outcome, Outcome::Complete) || recorded.status == 0 {
+            return;
+        }
+        if self.load(&mut state).is_err() {
+            return;
+        }
+        let Some(file) = state.file.as_mut() else {
+            return;
+        };
+        file.exchanges.push(recorded);
+        let snapshot = file.clone();
+        state.played = snapshot.exchanges.len();
+        drop(state);
+        if let Err(error) = self.write(&snapshot) {
+            tracing::warn!(%error, "the wire cassette could not be written");
+        }
+    }
+}
+
+/// A URL with the values of query parameters that carry keys redacted
+/// (`?key=…`, as some vendors take an API key).
+fn redact_query(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _))
+                if matches!(
+                    name.to_ascii_lowercase().as_str(),
+                    "key" | "api_key" | "apikey" | "token" | "access_token"
+                ) =>
+            {
+                format!("{name}=[redacted]")
+            }
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
