@@ -18,7 +18,7 @@ use crate::provider::{
 };
 
 /// The version of the file format; a file of another is refused.
-const VERSION: u32 = 1;
+pub(super) const VERSION: u32 = 1;
 
 /// The environment variable that makes cassettes record.
 pub const RECORD_VAR: &str = "FERROBOT_RECORD";
@@ -304,36 +304,9 @@ impl Cassette {
         if state.file.is_some() {
             return Ok(());
         }
-        let read = if self.mode == Mode::RecordAll {
-            Err(std::io::ErrorKind::NotFound.into())
-        } else {
-            std::fs::read(&self.path)
-        };
-        let file = match read {
-            Ok(bytes) => match serde_json::from_slice::<File>(&bytes) {
-                Ok(file) if file.ferrobot_cassette == VERSION => file,
-                Ok(file) => {
-                    let broken = format!(
-                        "it is of format version {}, this ferrobot reads {VERSION}: record it again with {RECORD_VAR}=all",
-                        file.ferrobot_cassette
-                    );
-                    state.broken = Some(broken.clone());
-                    return Err(self.error(broken));
-                }
-                Err(error) => {
-                    let broken = format!(
-                        "it is no cassette ({error}): fix it, or record it again with {RECORD_VAR}=all"
-                    );
-                    state.broken = Some(broken.clone());
-                    return Err(self.error(broken));
-                }
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                if self.mode == Mode::Replay {
-                    return Err(self.error(format!(
-                        "there is no such file: record it against a real server with {RECORD_VAR}=missing"
-                    )));
-                }
+        let file = match read_file(&self.path, self.mode, |f: &File| f.ferrobot_cassette) {
+            Ok(Some(file)) => file,
+            Ok(None) => {
                 let inner = self.recorder()?;
                 File {
                     ferrobot_cassette: VERSION,
@@ -344,7 +317,11 @@ impl Cassette {
                     interactions: Vec::new(),
                 }
             }
-            Err(error) => return Err(self.error(format!("could not read it: {error}"))),
+            Err(Unread::Missing(message)) => return Err(self.error(message)),
+            Err(Unread::Broken(message)) => {
+                state.broken = Some(message.clone());
+                return Err(self.error(message));
+            }
         };
         state.played = vec![false; file.interactions.len()];
         state.file = Some(file);
@@ -413,25 +390,7 @@ impl Cassette {
         };
         file.interactions.push(interaction);
         played.push(true);
-        let mut text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
-        text.push('\n');
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        }
-        // Its own name: never another cassette's, nor another process's.
-        static WRITES: AtomicU64 = AtomicU64::new(0);
-        let name = self.path.file_name().map_or_else(
-            || "cassette".into(),
-            |name| name.to_string_lossy().into_owned(),
-        );
-        let temporary = self.path.with_file_name(format!(
-            ".{name}.{}-{}.tmp",
-            std::process::id(),
-            WRITES.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&temporary, text)
-            .and_then(|()| std::fs::rename(&temporary, &self.path))
-            .map_err(|e| format!("could not write {}: {e}", self.path.display()))
+        write_file(&self.path, file)
     }
 }
 
@@ -557,6 +516,70 @@ impl Provider for Cassette {
             }
         }
     }
+}
+
+/// Why a cassette file gave nothing to replay.
+pub(super) enum Unread {
+    /// There is none, and the mode only replays: the message says how to
+    /// record one.
+    Missing(String),
+    /// It is there but unusable (another format version, not a cassette,
+    /// unreadable): the message says what to do; every call fails with it.
+    Broken(String),
+}
+
+/// Reads the cassette file at `path` of format [`VERSION`] as `F`
+/// (`version` reads its format version): `Ok(None)` when a recording
+/// `mode` starts without one (none there, or `RecordAll`).
+pub(super) fn read_file<F: serde::de::DeserializeOwned>(
+    path: &Path,
+    mode: Mode,
+    version: impl Fn(&F) -> u32,
+) -> Result<Option<F>, Unread> {
+    if mode == Mode::RecordAll {
+        return Ok(None);
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => match serde_json::from_slice::<F>(&bytes) {
+            Ok(file) if version(&file) == VERSION => Ok(Some(file)),
+            Ok(file) => Err(Unread::Broken(format!(
+                "it is of format version {}, this ferrobot reads {VERSION}: record it again with {RECORD_VAR}=all",
+                version(&file)
+            ))),
+            Err(error) => Err(Unread::Broken(format!(
+                "it is no cassette ({error}): fix it, or record it again with {RECORD_VAR}=all"
+            ))),
+        },
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => match mode {
+            Mode::Replay => Err(Unread::Missing(format!(
+                "there is no such file: record it against a real server with {RECORD_VAR}=missing"
+            ))),
+            _ => Ok(None),
+        },
+        Err(error) => Err(Unread::Broken(format!("could not read it: {error}"))),
+    }
+}
+
+/// Writes a cassette file as pretty JSON through a temporary file of its
+/// own (never another cassette's nor another process's), renamed over it.
+pub(super) fn write_file(path: &Path, file: &impl Serialize) -> Result<(), String> {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let mut text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
+    text.push('\n');
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    let name = path
+        .file_name()
+        .map_or_else(|| "cassette".into(), |n| n.to_string_lossy().into_owned());
+    let temporary = path.with_file_name(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&temporary, text)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|e| format!("could not write {}: {e}", path.display()))
 }
 
 /// An answer as the file keeps it: consecutive pieces of text, reasoning

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -12,14 +11,13 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::cassette::{Mode, RECORD_VAR, differences, mismatch};
+use super::cassette::{
+    Mode, RECORD_VAR, Unread, VERSION, differences, mismatch, read_file, write_file,
+};
 use crate::provider::dialect::{Dialect, Http};
 use crate::provider::{
     Observe, Outcome, ProviderError, Replay, Replayed, WireRequest, WireResponse,
 };
-
-/// The version of the file format; a file of another is refused.
-const VERSION: u32 = 1;
 
 /// A cassette of raw HTTP exchanges: what a dialect sent (credentials
 /// redacted) and the bytes it got back, piece by piece with their timing.
@@ -195,58 +193,22 @@ impl WireCassette {
         if state.file.is_some() {
             return Ok(());
         }
-        let read = match self.0.mode {
-            Mode::RecordAll => Err(std::io::ErrorKind::NotFound.into()),
-            _ => std::fs::read(&self.0.path),
-        };
-        let file = match read {
-            Ok(bytes) => match serde_json::from_slice::<File>(&bytes) {
-                Ok(file) if file.ferrobot_wire_cassette == VERSION => file,
-                Ok(_) | Err(_) => {
-                    let broken = format!(
-                        "it is no wire cassette of format {VERSION}: record it again with {RECORD_VAR}=all"
-                    );
-                    state.broken = Some(broken.clone());
-                    return Err(self.error(broken));
-                }
+        let read = read_file(&self.0.path, self.0.mode, |f: &File| {
+            f.ferrobot_wire_cassette
+        });
+        state.file = Some(match read {
+            Ok(Some(file)) => file,
+            Ok(None) => File {
+                ferrobot_wire_cassette: VERSION,
+                exchanges: Vec::new(),
             },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                if self.0.mode == Mode::Replay {
-                    return Err(self.error(format!(
-                        "there is no such file: record it against a real server with {RECORD_VAR}=missing"
-                    )));
-                }
-                File {
-                    ferrobot_wire_cassette: VERSION,
-                    exchanges: Vec::new(),
-                }
+            Err(Unread::Missing(message)) => return Err(self.error(message)),
+            Err(Unread::Broken(message)) => {
+                state.broken = Some(message.clone());
+                return Err(self.error(message));
             }
-            Err(error) => return Err(self.error(format!("could not read it: {error}"))),
-        };
-        state.file = Some(file);
+        });
         Ok(())
-    }
-
-    /// Writes the file through a temporary file of its own, renamed over it.
-    fn write(&self, file: &File) -> Result<(), String> {
-        static WRITES: AtomicU64 = AtomicU64::new(0);
-        let path = &self.0.path;
-        let mut text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
-        text.push('\n');
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        }
-        let name = path
-            .file_name()
-            .map_or_else(|| "wire".into(), |n| n.to_string_lossy().into_owned());
-        let temporary = path.with_file_name(format!(
-            ".{name}.{}-{}.tmp",
-            std::process::id(),
-            WRITES.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&temporary, text)
-            .and_then(|()| std::fs::rename(&temporary, path))
-            .map_err(|e| format!("could not write {}: {e}", path.display()))
     }
 }
 
@@ -407,7 +369,7 @@ impl Observe for WireCassette {
         let snapshot = file.clone();
         state.played = snapshot.exchanges.len();
         drop(state);
-        if let Err(error) = self.write(&snapshot) {
+        if let Err(error) = write_file(&self.0.path, &snapshot) {
             tracing::warn!(%error, "the wire cassette could not be written");
         }
     }

@@ -12,7 +12,7 @@ use ferrobot_app::panel::Runtime;
 use ferrobot_testkit::{Home, llm, text_answer};
 use serde_json::{Value, json};
 
-use crate::support::{ANN, BIN, FakeBotApi, TOKEN};
+use crate::support::{ANN, BIN, FakeBotApi, binary_env};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -93,19 +93,7 @@ async fn a_tool_switched_off_in_the_browser_is_no_longer_offered() {
     let model = llm(vec![text_answer("First."), text_answer("Second.")]).await;
     let home = Home::new("telegram-panel");
     let mut bot = home
-        .command(
-            BIN,
-            &[
-                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
-                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
-                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
-                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
-                ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
-                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
-                ("FERROBOT_LLM__MODEL", "test-model".into()),
-                ("FERROBOT_CONTEXT__WINDOW", "32768".into()),
-            ],
-        )
+        .command(BIN, &binary_env(&server, &model))
         .spawn()
         .unwrap();
     api.wait_for("SetMyCommands", |_| true).await;

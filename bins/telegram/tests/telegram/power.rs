@@ -10,7 +10,7 @@ use ferrobot::testing::OpenAiStream;
 use ferrobot_testkit::{Home, llm, text_answer};
 use serde_json::json;
 
-use crate::support::{ANN, BIN, FakeBotApi, TOKEN};
+use crate::support::{ANN, BIN, FakeBotApi, binary_env};
 
 #[tokio::test]
 async fn a_shutdown_is_confirmed_planned_announced_and_cancelled() {
@@ -29,27 +29,13 @@ async fn a_shutdown_is_confirmed_planned_announced_and_cancelled() {
     let calls = home.path().join("shutdown-calls");
     let script = home.path().join("shutdown");
     std::fs::write(&script, format!("echo \"$@\" >> '{}'\n", calls.display())).unwrap();
-    let mut bot = home
-        .command(
-            BIN,
-            &[
-                ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
-                ("FERROBOT_TELEGRAM__API_URL", server.uri()),
-                ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
-                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
-                ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
-                ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
-                ("FERROBOT_LLM__MODEL", "test-model".into()),
-                ("FERROBOT_CONTEXT__WINDOW", "32768".into()),
-                ("FERROBOT_TOOLS__POWER", "true".into()),
-                (
-                    "FERROBOT_TOOLS__POWER_COMMAND",
-                    format!("[\"/bin/sh\", \"{}\"]", script.display()),
-                ),
-            ],
-        )
-        .spawn()
-        .unwrap();
+    let mut env = binary_env(&server, &model);
+    env.push(("FERROBOT_TOOLS__POWER", "true".into()));
+    env.push((
+        "FERROBOT_TOOLS__POWER_COMMAND",
+        format!("[\"/bin/sh\", \"{}\"]", script.display()),
+    ));
+    let mut bot = home.command(BIN, &env).spawn().unwrap();
     // The command is in the chat's menu.
     let menu = api.wait_for("SetMyCommands", |_| true).await;
     assert!(menu.to_string().contains("cancel_shutdown"), "{menu}");

@@ -357,6 +357,22 @@ fn settings(server: &MockServer, allowed: &[u64]) -> ferrobot_app::TelegramConfi
 }
 
 /// The bot's channel to the fake at `server`, with the test settings.
+/// The environment that runs the binary against the fake Bot API at `api`
+/// and the model server at `model`: Ann allowed, no start-up notice, quick
+/// edits, the context window given (the model server is not asked).
+pub(crate) fn binary_env(api: &MockServer, model: &MockServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
+        ("FERROBOT_TELEGRAM__API_URL", api.uri()),
+        ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
+        ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+        ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
+        ("FERROBOT_LLM__BASE_URL", format!("{}/v1", model.uri())),
+        ("FERROBOT_LLM__MODEL", "test-model".into()),
+        ("FERROBOT_CONTEXT__WINDOW", "32768".into()),
+    ]
+}
+
 pub(crate) fn channel(server: &MockServer, allowed: &[u64]) -> Arc<dyn Channel> {
     Arc::new(Telegram::new(&settings(server, allowed), TOKEN).unwrap())
 }
