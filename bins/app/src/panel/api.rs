@@ -261,13 +261,36 @@ async fn config(State(panel): State<Panel>) -> Json<Value> {
         .loaded
         .explain()
         .into_iter()
-        .map(|(key, value, source)| json!({ "key": key, "value": value, "source": source }))
+        .map(|(key, value, source)| {
+            json!({ "key": key, "value": without_userinfo(&value), "source": source })
+        })
         .collect();
     Json(json!({
         "file": panel.0.config_file,
         "values": rows,
         "live": "Tools switched here apply at once. Edits of the file apply at the next start; environment variables (FERROBOT_SECTION__KEY) and flags still override the file.",
     }))
+}
+
+/// `value` with any `user:password@` of a URL in it as `***@`: a key
+/// written into `base_url` stays out of the page too.
+fn without_userinfo(value: &str) -> String {
+    let mut shown = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        shown.push_str(head);
+        let authority = tail.find(['/', '?', '#', ' ', '"']).unwrap_or(tail.len());
+        match tail[..authority].rfind('@') {
+            Some(user_end) => {
+                shown.push_str("***");
+                rest = &tail[user_end..];
+            }
+            None => rest = tail,
+        }
+    }
+    shown.push_str(rest);
+    shown
 }
 
 #[derive(Deserialize)]
@@ -303,5 +326,26 @@ async fn edit_config(
         }
         Ok(Err(message)) => error(StatusCode::UNPROCESSABLE_ENTITY, message),
         Err(failure) => error(StatusCode::INTERNAL_SERVER_ERROR, failure.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_userinfo;
+
+    #[test]
+    fn credentials_in_urls_are_hidden() {
+        assert_eq!(
+            without_userinfo("https://me:sk-123@api.example.com/v1"),
+            "https://***@api.example.com/v1"
+        );
+        assert_eq!(
+            without_userinfo("http://localhost:11434/v1"),
+            "http://localhost:11434/v1"
+        );
+        assert_eq!(
+            without_userinfo(r#"["--url", "wss://u:p@h/x", "http://a/b?x=1@2"]"#),
+            r#"["--url", "wss://***@h/x", "http://a/b?x=1@2"]"#
+        );
     }
 }
