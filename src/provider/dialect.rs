@@ -281,7 +281,9 @@ impl<D: Dialect> Http<D> {
 
     /// Answers requests from `replay` instead of the network where it has
     /// an answer: a wire cassette's recording, read by this dialect's own
-    /// decoder. By default, none.
+    /// decoder (feature `cassette`). By default, none.
+    #[cfg(feature = "cassette")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cassette")))]
     #[must_use]
     pub fn replay(self, replay: Arc<dyn super::observe::Replay>) -> Self {
         self.endpoint_with(|e| e.set_replay(replay))

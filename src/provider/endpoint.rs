@@ -20,7 +20,9 @@ use super::http::{
     CONNECT_TIMEOUT, READ_TIMEOUT, build_client, error_message, redact, retry_after,
     transport_error,
 };
-use super::observe::{Observe, Outcome, Replay, Replayed, WireRequest, WireResponse};
+use super::observe::{Observe, Outcome, WireRequest, WireResponse};
+#[cfg(feature = "cassette")]
+use super::observe::{Replay, Replayed};
 use super::{Health, ProviderError, RetryPolicy};
 
 /// How a dialect's server takes the API key.
@@ -69,6 +71,7 @@ pub struct Endpoint {
     problem: Option<String>,
     observer: Option<Arc<dyn Observe>>,
     /// Answers from a recording instead of the network, when set.
+    #[cfg(feature = "cassette")]
     replay: Option<Arc<dyn Replay>>,
 }
 
@@ -87,7 +90,7 @@ impl fmt::Debug for Endpoint {
             .field("retry", &self.retry)
             .field("timeouts", &(self.connect_timeout, self.read_timeout))
             .field("observed", &self.observer.is_some())
-            .field("replayed", &self.replay.is_some())
+            .field("replayed", &self.has_replay())
             .finish_non_exhaustive()
     }
 }
@@ -139,6 +142,7 @@ impl Endpoint {
             client: build_client(CONNECT_TIMEOUT),
             problem: None,
             observer: None,
+            #[cfg(feature = "cassette")]
             replay: None,
         }
     }
@@ -237,8 +241,33 @@ impl Endpoint {
         self.observer = Some(observer);
     }
 
+    #[cfg(feature = "cassette")]
     pub(crate) fn set_replay(&mut self, replay: Arc<dyn Replay>) {
         self.replay = Some(replay);
+    }
+
+    #[cfg(feature = "cassette")]
+    fn has_replay(&self) -> bool {
+        self.replay.is_some()
+    }
+
+    /// Only the `cassette` feature answers from recordings: others never
+    /// carry the hook.
+    #[cfg(not(feature = "cassette"))]
+    fn has_replay(&self) -> bool {
+        false
+    }
+
+    /// The recorded answer to `wire`, when a replay hook has one.
+    #[cfg(feature = "cassette")]
+    fn replayed(&self, wire: &WireRequest<'_>) -> Option<Result<reqwest::Response, ProviderError>> {
+        let answer = self.replay.as_ref()?.respond(wire)?;
+        Some(answer.map(replayed_response))
+    }
+
+    #[cfg(not(feature = "cassette"))]
+    fn replayed(&self, _: &WireRequest<'_>) -> Option<Result<reqwest::Response, ProviderError>> {
+        None
     }
 
     /// A configuration error unless a model is set; `example` names one.
@@ -302,8 +331,7 @@ impl Endpoint {
             map.insert(name.clone(), value.clone());
         }
         let shown_url = redact(url);
-        let listed_headers =
-            (self.observer.is_some() || self.replay.is_some()).then(|| listed(&map));
+        let listed_headers = (self.observer.is_some() || self.has_replay()).then(|| listed(&map));
         let wire = WireRequest {
             method: method.as_str(),
             url: &shown_url,
@@ -315,13 +343,8 @@ impl Endpoint {
             observer.request(tap.exchange, &wire);
             tap
         });
-        let replayed = self
-            .replay
-            .as_ref()
-            .and_then(|replay| replay.respond(&wire));
-        let sent = match replayed {
-            Some(Ok(answer)) => Ok(replayed_response(answer)),
-            Some(Err(error)) => Err(error),
+        let sent = match self.replayed(&wire) {
+            Some(answer) => answer,
             None => {
                 let mut request = client.request(method, url).headers(map);
                 if let Some(body) = body {
@@ -506,6 +529,7 @@ fn unhealthy(started: Instant, error: &ProviderError) -> Health {
     }
 }
 
+#[cfg(feature = "cassette")]
 /// A recorded answer as the response the network would have given: the
 /// dialect's decoder reads it as it read the real one, piece by piece.
 fn replayed_response(answer: Replayed) -> reqwest::Response {

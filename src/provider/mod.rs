@@ -80,7 +80,7 @@ pub use error::ProviderError;
 #[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]
 pub use gemini::Gemini;
 pub use observe::{Observe, Outcome, WireRequest, WireResponse};
-#[cfg(feature = "__http")]
+#[cfg(all(feature = "cassette", feature = "__http"))]
 pub use observe::{Replay, Replayed};
 #[cfg(feature = "ollama")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ollama")))]

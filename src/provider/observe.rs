@@ -61,7 +61,7 @@ pub trait Observe: Send + Sync + 'static {
     }
 }
 
-#[cfg(feature = "__http")]
+#[cfg(all(feature = "cassette", feature = "__http"))]
 /// Answers a provider's requests from a recording instead of the network:
 /// a wire cassette (`testing::WireCassette`, feature `cassette`) replaying
 /// raw bytes through the dialect's real decoder. Set one with any dialect's
@@ -77,7 +77,7 @@ pub trait Replay: Send + Sync + 'static {
 }
 
 /// A recorded answer, for [`Replay`].
-#[cfg(feature = "__http")]
+#[cfg(all(feature = "cassette", feature = "__http"))]
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Replayed {
@@ -89,7 +89,7 @@ pub struct Replayed {
     pub chunks: Vec<(std::time::Duration, bytes::Bytes)>,
 }
 
-#[cfg(feature = "__http")]
+#[cfg(all(feature = "cassette", feature = "__http"))]
 impl Replayed {
     /// An answer with this status, headers and body pieces.
     pub fn new(
