@@ -194,20 +194,36 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn temp(name: &str, text: &str) -> PathBuf {
+    /// A config file holding `text` in a fresh folder, removed when dropped.
+    struct Temp(PathBuf);
+
+    impl Temp {
+        fn file(&self) -> PathBuf {
+            self.0.join("ferrobot.toml")
+        }
+    }
+
+    impl Drop for Temp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn temp(name: &str, text: &str) -> Temp {
         let dir = std::env::temp_dir().join(format!("ferrobot-edit-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("ferrobot.toml");
-        std::fs::write(&file, text).unwrap();
-        file
+        let temp = Temp(dir);
+        std::fs::write(temp.file(), text).unwrap();
+        temp
     }
 
     #[test]
     fn a_key_is_set_and_the_comments_stay() {
-        let file = temp(
+        let dir = temp(
             "set",
             "# My bot.\n[agent]\n# Be brief.\nmax_tool_rounds = 4 # low\n\n[llm]\nmodel = \"qwen3:8b\"\n",
         );
+        let file = dir.file();
         let edited = set(&file, "agent.max_tool_rounds", &json!(12)).unwrap();
         assert_eq!(edited.key, "agent.max_tool_rounds");
         set(&file, "context.window", &json!(32768)).unwrap();
@@ -221,7 +237,8 @@ mod tests {
     #[test]
     fn a_bad_value_or_a_secret_leaves_the_file_alone() {
         let original = "[agent]\nmax_tool_rounds = 4\n";
-        let file = temp("bad", original);
+        let dir = temp("bad", original);
+        let file = dir.file();
         let error = set(&file, "agent.max_tool_rounds", &json!("many")).unwrap_err();
         assert!(error.contains("max_tool_rounds"), "{error}");
         let error = set(&file, "agent.no_such_key", &json!(1)).unwrap_err();
