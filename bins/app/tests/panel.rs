@@ -26,6 +26,13 @@ struct Running {
     client: reqwest::Client,
 }
 
+impl Drop for Running {
+    fn drop(&mut self) {
+        drop(self.panel.take());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 impl Running {
     async fn start(name: &str, extra: &str) -> Self {
         let model = server(Some(32_768)).await;
@@ -88,7 +95,7 @@ impl Running {
 
 #[tokio::test]
 async fn the_runtime_file_is_the_owners_only_and_gone_when_the_bot_stops() {
-    let running = Running::start("panel-runtime", "").await;
+    let mut running = Running::start("panel-runtime", "").await;
     let dir = running.dir.join("run");
     let file = running.runtime.path_in(&dir);
     #[cfg(unix)]
@@ -103,7 +110,7 @@ async fn the_runtime_file_is_the_owners_only_and_gone_when_the_bot_stops() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(ping["app"], "ferrobot");
     assert_eq!(ping["pid"], std::process::id());
-    drop(running.panel);
+    drop(running.panel.take());
     assert!(!file.exists());
 }
 
@@ -301,4 +308,6 @@ async fn a_taken_port_skips_the_panel_but_not_the_runtime_file() {
     assert_eq!(panel.port, None);
     let (runtime, _) = Runtime::list(&loaded.runtime_dir()).pop().unwrap();
     assert_eq!((runtime.port, runtime.token), (None, None));
+    drop(panel);
+    let _ = std::fs::remove_dir_all(&dir);
 }
