@@ -775,13 +775,21 @@ pub(super) fn differences(
     ignored: &[String],
 ) -> Vec<(String, String, String)> {
     let mut found = Vec::new();
-    compare(recorded, now, &mut Vec::new(), ignored, &mut found);
+    compare(
+        Some(recorded),
+        Some(now),
+        &mut Vec::new(),
+        ignored,
+        &mut found,
+    );
     found
 }
 
+/// Compares the values at `path`, either of which may be missing (a key or
+/// an element only one side has).
 fn compare(
-    recorded: &Value,
-    now: &Value,
+    recorded: Option<&Value>,
+    now: Option<&Value>,
     path: &mut Vec<String>,
     ignored: &[String],
     found: &mut Vec<(String, String, String)>,
@@ -790,44 +798,31 @@ fn compare(
         return;
     }
     match (recorded, now) {
-        (Value::Object(a), Value::Object(b)) => {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
             keys.sort();
             keys.dedup();
             for key in keys {
                 path.push(key.clone());
-                match (a.get(key), b.get(key)) {
-                    (Some(x), Some(y)) => compare(x, y, path, ignored, found),
-                    (x, y) if !ignored.iter().any(|p| matches(p, path)) => found.push((
-                        path.join("."),
-                        x.map_or("nothing".into(), shown),
-                        y.map_or("nothing".into(), shown),
-                    )),
-                    _ => {}
-                }
+                compare(a.get(key), b.get(key), path, ignored, found);
                 path.pop();
             }
         }
-        (Value::Array(a), Value::Array(b)) => {
+        (Some(Value::Array(a)), Some(Value::Array(b))) => {
             for index in 0..a.len().max(b.len()) {
                 path.push(index.to_string());
-                match (a.get(index), b.get(index)) {
-                    (Some(x), Some(y)) => compare(x, y, path, ignored, found),
-                    (x, y) if !ignored.iter().any(|p| matches(p, path)) => found.push((
-                        path.join("."),
-                        x.map_or("nothing".into(), shown),
-                        y.map_or("nothing".into(), shown),
-                    )),
-                    _ => {}
-                }
+                compare(a.get(index), b.get(index), path, ignored, found);
                 path.pop();
             }
         }
-        (Value::String(a), Value::String(b)) if a != b => {
+        (Some(Value::String(a)), Some(Value::String(b))) if a != b => {
             let (a, b) = around_difference(a, b);
             found.push((path.join("."), a, b));
         }
-        (a, b) if a != b => found.push((path.join("."), shown(a), shown(b))),
+        (a, b) if a != b => {
+            let or_nothing = |value: Option<&Value>| value.map_or("nothing".into(), shown);
+            found.push((path.join("."), or_nothing(a), or_nothing(b)));
+        }
         _ => {}
     }
 }

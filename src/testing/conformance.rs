@@ -209,6 +209,24 @@ impl Call {
         })
     }
 
+    /// The failure, when the server failed the call.
+    fn server_failure(&self, name: &'static str) -> Option<Outcome> {
+        let error = self.error.as_ref()?;
+        Some(self.failed(name, format!("the server failed: {}", error.chain())))
+    }
+
+    /// The raw arguments of the first call the model made; the outcome
+    /// otherwise: the server's failure, or skipped when it made none.
+    fn first_arguments(&self, name: &'static str) -> Result<String, Outcome> {
+        if let Some(failed) = self.server_failure(name) {
+            return Err(failed);
+        }
+        let first = self.calls().into_values().next();
+        first
+            .map(|(_, _, raw)| raw)
+            .ok_or_else(|| outcome(name, Verdict::Skipped, "the model made no call"))
+    }
+
     fn failed(&self, name: &'static str, detail: impl Into<String>) -> Outcome {
         Outcome {
             name,
@@ -393,11 +411,8 @@ impl Conformance {
             )
             .await;
         }
-        if let Some(error) = &asked.error {
-            return (
-                asked.failed(NAME, format!("the server failed: {}", error.chain())),
-                None,
-            );
+        if let Some(failed) = asked.server_failure(NAME) {
+            return (failed, None);
         }
         let calls = asked.calls();
         let Some((id, name, raw)) = calls.values().next() else {
@@ -506,11 +521,9 @@ impl Conformance {
         let ask = Ask::text("What time is it? Use the get_time tool.")
             .tools(vec![clock], ToolChoice::Required);
         let answer = call(self.provider.as_ref(), &ask).await;
-        if let Some(error) = &answer.error {
-            return answer.failed(NAME, format!("the server failed: {}", error.chain()));
-        }
-        let Some((_, _, raw)) = answer.calls().into_values().next() else {
-            return outcome(NAME, Verdict::Skipped, "the model made no call");
+        let raw = match answer.first_arguments(NAME) {
+            Ok(raw) => raw,
+            Err(outcome) => return outcome,
         };
         match arguments(&raw) {
             Ok((arguments, note)) if arguments.as_object().is_some_and(|o| o.is_empty()) => {
@@ -552,11 +565,9 @@ impl Conformance {
             Ask::text("Put a team lunch on 2026-12-03 at 12 with Ann and Bob in the calendar.")
                 .tools(vec![event], ToolChoice::Required);
         let answer = call(self.provider.as_ref(), &ask).await;
-        if let Some(error) = &answer.error {
-            return answer.failed(NAME, format!("the server failed: {}", error.chain()));
-        }
-        let Some((_, _, raw)) = answer.calls().into_values().next() else {
-            return outcome(NAME, Verdict::Skipped, "the model made no call");
+        let raw = match answer.first_arguments(NAME) {
+            Ok(raw) => raw,
+            Err(outcome) => return outcome,
         };
         match arguments(&raw) {
             Ok((arguments, note)) => {
@@ -617,8 +628,8 @@ impl Conformance {
         )
         .tools(vec![weather()], ToolChoice::Auto);
         let answer = call(self.provider.as_ref(), &ask).await;
-        let verdict = match &answer.error {
-            Some(error) => answer.failed(NAME, format!("the server failed: {}", error.chain())),
+        let verdict = match answer.server_failure(NAME) {
+            Some(failed) => failed,
             None => {
                 let calls = answer.calls();
                 let ids: Vec<_> = calls.values().filter_map(|c| c.0.clone()).collect();
@@ -858,8 +869,8 @@ async fn call(provider: &dyn Provider, ask: &Ask) -> Call {
 }
 
 fn judge_text(name: &'static str, call: &Call) -> Outcome {
-    if let Some(error) = &call.error {
-        return call.failed(name, format!("the server failed: {}", error.chain()));
+    if let Some(failed) = call.server_failure(name) {
+        return failed;
     }
     if call.text().trim().is_empty() {
         return call.failed(name, "no text in the answer");
