@@ -635,7 +635,7 @@ async fn execute(
         call.id.clone(),
         call_cancel.clone(),
         inner.state.clone(),
-        inner.later.clone(),
+        inner.notifier.clone(),
     )
     .with_caller(Arc::clone(scope) as Arc<dyn std::any::Any + Send + Sync>);
     let limit = tool.timeout().unwrap_or(inner.tool_timeout);

@@ -113,9 +113,9 @@ pub(crate) struct Inner {
     confirm: Option<Arc<dyn ConfirmHandler>>,
     /// Shared with the turns of its sub-agents, which are held to it too.
     policy: Arc<Policy>,
-    notifier: Option<Arc<dyn Notifier>>,
-    /// Tools' later messages when no scheduler keeps them.
-    later: Option<crate::tool::context::LaterInMemory>,
+    /// The notifier, and tools' later messages when no scheduler keeps
+    /// them.
+    notifier: Option<Arc<crate::tool::context::LaterInMemory>>,
     context: Option<crate::history::ContextPolicy>,
     images: ImagePolicy,
     settings: ModelSettings,
@@ -255,10 +255,8 @@ impl Agent {
                 history: history.unwrap_or_else(|| Arc::new(MemoryHistory::new())),
                 confirm,
                 policy: Arc::new(policy),
-                later: notifier
-                    .clone()
-                    .map(crate::tool::context::LaterInMemory::new),
-                notifier,
+                notifier: notifier
+                    .map(|notifier| Arc::new(crate::tool::context::LaterInMemory::new(notifier))),
                 context,
                 images,
                 settings,

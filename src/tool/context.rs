@@ -183,12 +183,12 @@ where
     }
 }
 
-/// The agent's later messages kept in memory (no running scheduler): sent
-/// by its notifier, and listed while they wait so a tool can withdraw them.
-#[derive(Clone)]
+/// The agent's notifier, and the later messages kept in memory for it (no
+/// running scheduler), listed while they wait so a tool can withdraw them.
+/// One per agent, shared by every tool call.
 pub(crate) struct LaterInMemory {
     notifier: Arc<dyn Notifier>,
-    waiting: Arc<Mutex<Vec<Waiting>>>,
+    waiting: Mutex<Vec<Waiting>>,
 }
 
 struct Waiting {
@@ -201,8 +201,13 @@ impl LaterInMemory {
     pub(crate) fn new(notifier: Arc<dyn Notifier>) -> Self {
         Self {
             notifier,
-            waiting: Arc::default(),
+            waiting: Mutex::default(),
         }
+    }
+
+    /// Sends `text` to `conversation` now, through the notifier.
+    pub(crate) async fn notify(&self, conversation: String, text: String) {
+        self.notifier.notify(conversation, text).await;
     }
 
     fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
@@ -265,7 +270,7 @@ pub struct ToolContext {
     call_id: String,
     cancel: CancellationToken,
     state: SharedState,
-    later: Option<LaterInMemory>,
+    later: Option<Arc<LaterInMemory>>,
     /// The turn that runs the call, as the agent describes it to the
     /// sub-agents a call may start (`agent::sub::TurnScope`): permissions,
     /// budget and events flow down through it. Kept opaque here, so the
@@ -288,7 +293,7 @@ impl ToolContext {
         call_id: String,
         cancel: CancellationToken,
         state: SharedState,
-        later: Option<LaterInMemory>,
+        later: Option<Arc<LaterInMemory>>,
     ) -> Self {
         Self {
             conversation,
