@@ -104,11 +104,10 @@ pub struct Cassette {
 
 /// What the file holds, and what of it was played.
 struct State {
-    /// `None` until the file is read (at the first call).
-    file: Option<File>,
+    file: Loaded<File>,
+    /// Which recordings were played, by index; as long as the file's
+    /// interactions once [`find`](Cassette::find) ran.
     played: Vec<bool>,
-    /// Why the file could not be read, told at every call.
-    broken: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -241,9 +240,8 @@ impl Cassette {
             by_request: false,
             ignored: IGNORED_ALWAYS.iter().map(|p| (*p).to_owned()).collect(),
             state: Arc::new(Mutex::new(State {
-                file: None,
+                file: Loaded::default(),
                 played: Vec::new(),
-                broken: None,
             })),
         }
     }
@@ -295,37 +293,21 @@ impl Cassette {
         }
     }
 
-    /// Reads the file at the first call; in a recording mode a missing
+    /// The file, read at the first call; in a recording mode a missing
     /// file starts empty.
-    fn load(&self, state: &mut State) -> Result<(), ProviderError> {
-        if let Some(broken) = &state.broken {
-            return Err(self.error(broken.clone()));
-        }
-        if state.file.is_some() {
-            return Ok(());
-        }
-        let file = match read_file(&self.path, self.mode, |f: &File| f.ferrobot_cassette) {
-            Ok(Some(file)) => file,
-            Ok(None) => {
-                let inner = self.recorder()?;
-                File {
-                    ferrobot_cassette: VERSION,
-                    provider: inner.name().to_owned(),
-                    model: inner.model_name().to_owned(),
-                    native_output: inner.native_output(),
-                    context_window: None,
-                    interactions: Vec::new(),
-                }
-            }
-            Err(Unread::Missing(message)) => return Err(self.error(message)),
-            Err(Unread::Broken(message)) => {
-                state.broken = Some(message.clone());
-                return Err(self.error(message));
-            }
+    fn load<'s>(&self, file: &'s mut Loaded<File>) -> Result<&'s mut File, ProviderError> {
+        let empty = || {
+            let inner = self.recorder()?;
+            Ok(File {
+                ferrobot_cassette: VERSION,
+                provider: inner.name().to_owned(),
+                model: inner.model_name().to_owned(),
+                native_output: inner.native_output(),
+                context_window: None,
+                interactions: Vec::new(),
+            })
         };
-        state.played = vec![false; file.interactions.len()];
-        state.file = Some(file);
-        Ok(())
+        file.get(&self.path, self.mode, empty, |message| self.error(message))
     }
 
     fn recorder(&self) -> Result<&Arc<dyn Provider>, ProviderError> {
@@ -342,9 +324,9 @@ impl Cassette {
 
     fn find(&self, request: &Value) -> Result<Option<Interaction>, ProviderError> {
         let mut state = self.state();
-        self.load(&mut state)?;
-        let State { file, played, .. } = &mut *state;
-        let file = file.as_ref().expect("loaded above");
+        let State { file, played } = &mut *state;
+        let file = self.load(file)?;
+        played.resize(file.interactions.len(), false);
         let unplayed = played.iter().position(|p| !p);
         if self.by_request
             && let Some(index) = (0..file.interactions.len()).find(|&i| {
@@ -384,10 +366,8 @@ impl Cassette {
     /// Adds an interaction and writes the file, atomically.
     fn keep(&self, interaction: Interaction) -> Result<(), String> {
         let mut state = self.state();
-        let State { file, played, .. } = &mut *state;
-        let Some(file) = file.as_mut() else {
-            return Err("the cassette was not loaded".into());
-        };
+        let State { file, played } = &mut *state;
+        let file = self.load(file).map_err(|error| error.chain())?;
         file.interactions.push(interaction);
         played.push(true);
         write_file(&self.path, file)
@@ -477,9 +457,7 @@ impl Provider for Cassette {
                     let window = inner.context_window().await?;
                     // Kept in the file's header with the next call.
                     let mut state = self.state();
-                    if self.load(&mut state).is_ok()
-                        && let Some(file) = state.file.as_mut()
-                    {
+                    if let Ok(file) = self.load(&mut state.file) {
                         file.context_window = window.map(|w| Window {
                             tokens: w.tokens,
                             max_output: w.max_output,
@@ -489,18 +467,13 @@ impl Provider for Cassette {
                 }
                 _ => {
                     let mut state = self.state();
-                    self.load(&mut state)?;
-                    Ok(state
-                        .file
-                        .as_ref()
-                        .and_then(|file| file.context_window)
-                        .map(|w| {
-                            let window = ContextWindow::new(w.tokens);
-                            match w.max_output {
-                                Some(max) => window.with_max_output(max),
-                                None => window,
-                            }
-                        }))
+                    Ok(self.load(&mut state.file)?.context_window.map(|w| {
+                        let window = ContextWindow::new(w.tokens);
+                        match w.max_output {
+                            Some(max) => window.with_max_output(max),
+                            None => window,
+                        }
+                    }))
                 }
             }
         })
@@ -511,15 +484,74 @@ impl Provider for Cassette {
             (Some(inner), Mode::RecordMissing | Mode::RecordAll) => inner.native_output(),
             _ => {
                 let mut state = self.state();
-                self.load(&mut state).is_ok()
-                    && state.file.as_ref().is_some_and(|file| file.native_output)
+                self.load(&mut state.file)
+                    .is_ok_and(|file| file.native_output)
             }
         }
     }
 }
 
+/// A cassette file's format version, wherever it keeps it.
+pub(super) trait CassetteFile: serde::de::DeserializeOwned {
+    fn version(&self) -> u32;
+}
+
+impl CassetteFile for File {
+    fn version(&self) -> u32 {
+        self.ferrobot_cassette
+    }
+}
+
+/// A cassette's file as the cassette holds it: read at the first call, or
+/// why it can't be, told at every call after.
+pub(super) struct Loaded<F> {
+    file: Option<F>,
+    broken: Option<String>,
+}
+
+impl<F> Default for Loaded<F> {
+    fn default() -> Self {
+        Self {
+            file: None,
+            broken: None,
+        }
+    }
+}
+
+impl<F: CassetteFile> Loaded<F> {
+    /// The file, read from `path` now if it wasn't; in a recording mode
+    /// a missing one starts as `empty` gives it. Every failure goes
+    /// through `error`.
+    pub(super) fn get(
+        &mut self,
+        path: &Path,
+        mode: Mode,
+        empty: impl FnOnce() -> Result<F, ProviderError>,
+        error: impl Fn(String) -> ProviderError,
+    ) -> Result<&mut F, ProviderError> {
+        if let Some(broken) = &self.broken {
+            return Err(error(broken.clone()));
+        }
+        if self.file.is_none() {
+            let file = match read_file(path, mode, F::version) {
+                Ok(Some(file)) => file,
+                Ok(None) => empty()?,
+                Err(Unread::Missing(message)) => return Err(error(message)),
+                Err(Unread::Broken(message)) => {
+                    self.broken = Some(message.clone());
+                    return Err(error(message));
+                }
+            };
+            self.file = Some(file);
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| error("the cassette was not loaded".into()))
+    }
+}
+
 /// Why a cassette file gave nothing to replay.
-pub(super) enum Unread {
+enum Unread {
     /// There is none, and the mode only replays: the message says how to
     /// record one.
     Missing(String),
@@ -531,7 +563,7 @@ pub(super) enum Unread {
 /// Reads the cassette file at `path` of format [`VERSION`] as `F`
 /// (`version` reads its format version): `Ok(None)` when a recording
 /// `mode` starts without one (none there, or `RecordAll`).
-pub(super) fn read_file<F: serde::de::DeserializeOwned>(
+fn read_file<F: serde::de::DeserializeOwned>(
     path: &Path,
     mode: Mode,
     version: impl Fn(&F) -> u32,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::cassette::{
-    Mode, RECORD_VAR, Unread, VERSION, differences, mismatch, read_file, write_file,
+    CassetteFile, Loaded, Mode, RECORD_VAR, VERSION, differences, mismatch, write_file,
 };
 use crate::provider::dialect::{Dialect, Http};
 use crate::provider::{
@@ -57,20 +57,25 @@ struct Inner {
 }
 
 struct State {
-    file: Option<File>,
+    file: Loaded<File>,
     /// How many recorded exchanges were replayed, in order.
     played: usize,
     /// Exchanges being recorded, by the observer's number.
     recording: HashMap<u64, Exchange>,
     /// When each recorded exchange's last piece came.
     last_piece: HashMap<u64, Instant>,
-    broken: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct File {
     ferrobot_wire_cassette: u32,
     exchanges: Vec<Exchange>,
+}
+
+impl CassetteFile for File {
+    fn version(&self) -> u32 {
+        self.ferrobot_wire_cassette
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -123,11 +128,10 @@ impl WireCassette {
             timing,
             ignored,
             state: Mutex::new(State {
-                file: None,
+                file: Loaded::default(),
                 played: 0,
                 recording: HashMap::new(),
                 last_piece: HashMap::new(),
-                broken: None,
             }),
         }))
     }
@@ -184,31 +188,18 @@ impl WireCassette {
         }
     }
 
-    /// Reads the file at the first exchange; in a recording mode a missing
-    /// file starts empty.
-    fn load(&self, state: &mut State) -> Result<(), ProviderError> {
-        if let Some(broken) = &state.broken {
-            return Err(self.error(broken.clone()));
-        }
-        if state.file.is_some() {
-            return Ok(());
-        }
-        let read = read_file(&self.0.path, self.0.mode, |f: &File| {
-            f.ferrobot_wire_cassette
-        });
-        state.file = Some(match read {
-            Ok(Some(file)) => file,
-            Ok(None) => File {
+    /// The file, read at the first exchange; in a recording mode a
+    /// missing file starts empty.
+    fn load<'s>(&self, file: &'s mut Loaded<File>) -> Result<&'s mut File, ProviderError> {
+        let empty = || {
+            Ok(File {
                 ferrobot_wire_cassette: VERSION,
                 exchanges: Vec::new(),
-            },
-            Err(Unread::Missing(message)) => return Err(self.error(message)),
-            Err(Unread::Broken(message)) => {
-                state.broken = Some(message.clone());
-                return Err(self.error(message));
-            }
-        });
-        Ok(())
+            })
+        };
+        file.get(&self.0.path, self.0.mode, empty, |message| {
+            self.error(message)
+        })
     }
 }
 
@@ -231,11 +222,11 @@ fn path_of(url: &str) -> &str {
 impl Replay for WireCassette {
     fn respond(&self, request: &WireRequest<'_>) -> Option<Result<Replayed, ProviderError>> {
         let mut state = self.state();
-        if let Err(error) = self.load(&mut state) {
-            return Some(Err(error));
-        }
         let played = state.played;
-        let file = state.file.as_ref()?;
+        let file = match self.load(&mut state.file) {
+            Ok(file) => file,
+            Err(error) => return Some(Err(error)),
+        };
         let Some(recorded) = file.exchanges.get(played) else {
             return match self.0.mode {
                 Mode::Replay => Some(Err(self.error(format!(
@@ -292,15 +283,10 @@ impl Observe for WireCassette {
         }
         let mut state = self.state();
         // Read now: whether this exchange is one the file answers.
-        if self.load(&mut state).is_err() {
-            return;
-        }
-        let replaying = state
-            .file
-            .as_ref()
-            .is_some_and(|file| state.played < file.exchanges.len());
-        if replaying {
-            return;
+        let played = state.played;
+        match self.load(&mut state.file) {
+            Ok(file) if played >= file.exchanges.len() => {}
+            _ => return,
         }
         state.recording.insert(
             exchange,
@@ -359,10 +345,7 @@ impl Observe for WireCassette {
         if !matches!(outcome, Outcome::Complete) || recorded.status == 0 {
             return;
         }
-        if self.load(&mut state).is_err() {
-            return;
-        }
-        let Some(file) = state.file.as_mut() else {
+        let Ok(file) = self.load(&mut state.file) else {
             return;
         };
         file.exchanges.push(recorded);
