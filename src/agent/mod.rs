@@ -130,6 +130,8 @@ pub(crate) struct Inner {
     while_busy: WhileBusy,
     watcher: Option<Arc<dyn TurnWatcher>>,
     prompt_tail: Option<Arc<dyn PromptTail>>,
+    /// What [`TurnInfo::now`] reads; the system clock when `None`.
+    clock: Option<Arc<dyn Fn() -> std::time::SystemTime + Send + Sync>>,
     running: RunningTurns,
     /// Exclusive tools take it for writing, all others for reading.
     exclusive: tokio::sync::RwLock<()>,
@@ -235,6 +237,23 @@ impl Agent {
         /// change, such as the date ([`PromptTail`]). By default, none.
         #[builder(with = |tail: impl PromptTail| Arc::new(tail) as Arc<dyn PromptTail>)]
         prompt_tail: Option<Arc<dyn PromptTail>>,
+        /// The time each turn starts at as [`TurnInfo::now`] gives it to
+        /// the [`prompt_tail`](AgentBuilder::prompt_tail). By default, the
+        /// system clock; a recorded test fixes it, so that a prompt holding
+        /// the date replays on any day.
+        ///
+        /// ```
+        /// use std::time::{Duration, SystemTime};
+        /// # use ferrobot::{Agent, testing::MockProvider};
+        /// let recorded = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000);
+        /// let agent = Agent::builder()
+        ///     .provider(MockProvider::replying("ok"))
+        ///     .clock(move || recorded)
+        ///     .build();
+        /// # let _ = agent;
+        /// ```
+        #[builder(with = |clock: impl Fn() -> std::time::SystemTime + Send + Sync + 'static| Arc::new(clock) as Arc<dyn Fn() -> std::time::SystemTime + Send + Sync>)]
+        clock: Option<Arc<dyn Fn() -> std::time::SystemTime + Send + Sync>>,
         /// Told of every turn, its events and its end ([`TurnWatcher`]),
         /// e.g. to write a trace of each. By default, none.
         #[builder(with = |watcher: impl TurnWatcher| Arc::new(watcher) as Arc<dyn TurnWatcher>)]
@@ -271,6 +290,7 @@ impl Agent {
                 while_busy,
                 watcher,
                 prompt_tail,
+                clock,
                 running: RunningTurns::default(),
                 exclusive: tokio::sync::RwLock::new(()),
                 tasks: delegate::Tasks::default(),

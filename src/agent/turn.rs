@@ -104,7 +104,10 @@ pub(super) async fn run(
             conversation: &conversation,
             user,
             user_name: request.user_name.as_deref(),
-            now: std::time::SystemTime::now(),
+            now: inner
+                .clock
+                .as_ref()
+                .map_or_else(std::time::SystemTime::now, |clock| clock()),
         };
         tail.tail(&turn).filter(|text| !text.trim().is_empty())
     });

@@ -43,14 +43,17 @@ pub struct Incoming {
     /// Images that came with it (photos, image attachments), within the
     /// platform's and the channel's size limits; the model sees them after
     /// the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<crate::message::Image>,
     /// What came with it that the model can't be given (a voice note, a
     /// PDF, an image over the size limit), each named for the user, e.g.
     /// `report.pdf (application/pdf)`; [`serve`] says so in its answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
     /// Where the reply goes when not to `conversation` itself, in the
     /// channel's own terms (a Discord slash command's interaction); passed to
     /// [`Channel::post`] and [`Channel::edit`] in place of the conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
 }
 

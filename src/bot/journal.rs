@@ -48,7 +48,14 @@ const SWEEP_EVERY: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Handler {
     shared: Arc<Shared>,
+    /// Told of each message before it is journaled: a session recorder
+    /// ([`SessionRecorder`](crate::testing::SessionRecorder)).
+    #[cfg_attr(not(feature = "cassette"), allow(dead_code))]
+    tap: Option<Tap>,
 }
+
+/// What a handler tells of each message it is handed.
+pub(crate) type Tap = Arc<dyn Fn(&Incoming) + Send + Sync>;
 
 struct Shared {
     agent: Agent,
@@ -106,12 +113,23 @@ impl Handler {
                 recovering: Mutex::default(),
                 latest: Mutex::default(),
             }),
+            tap: None,
+        }
+    }
+
+    /// The same handler, telling `tap` of each message it is handed.
+    #[cfg(feature = "cassette")]
+    pub(crate) fn tapped(&self, tap: Tap) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            tap: Some(tap),
         }
     }
 
     /// Journals `incoming` and answers it; returns once it is answered. A
     /// message journaled before is not answered again.
     pub async fn answer(&self, incoming: Incoming) {
+        self.tell(&incoming);
         let journaled = self.journal(&incoming).await;
         let turn = self.line_up(&incoming);
         self.run(incoming, journaled, turn).await;
@@ -121,10 +139,17 @@ impl Handler {
     /// soon as the message is safe (journaled, or known already), so the
     /// platform may be told it was received.
     pub async fn accept(&self, incoming: Incoming) {
+        self.tell(&incoming);
         let journaled = self.journal(&incoming).await;
         let turn = self.line_up(&incoming);
         let handler = self.clone();
         tokio::spawn(async move { handler.run(incoming, journaled, turn).await });
+    }
+
+    fn tell(&self, incoming: &Incoming) {
+        if let Some(tap) = &self.tap {
+            tap(incoming);
+        }
     }
 
     /// Puts the message behind its chat's latest one. A built-in command

@@ -10,6 +10,7 @@ use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::redact::Secrets;
 use super::request::canonical;
 use crate::message::{Opaque, Usage};
 use crate::provider::{
@@ -75,8 +76,11 @@ impl Mode {
 /// ([`match_by_request`](Self::match_by_request)); a request that differs
 /// from the recording fails with each differing field named. The ids of
 /// tool calls ferrobot mints are ignored; [`ignore`](Self::ignore) adds
-/// more (a system prompt holding the date, say). API keys never reach the
-/// file: requests hold no credentials at this layer.
+/// more (a system prompt holding the date, say), or fix the date with the
+/// agent's [`clock`](crate::agent::AgentBuilder::clock). API keys never
+/// reach the file: requests hold no credentials at this layer; other
+/// secrets (a token in a tool's result, a name) are masked by
+/// [`redact`](Self::redact).
 ///
 /// # Examples
 /// ```no_run
@@ -99,6 +103,7 @@ pub struct Cassette {
     mode: Mode,
     by_request: bool,
     ignored: Vec<String>,
+    secrets: Secrets,
     state: Arc<Mutex<State>>,
 }
 
@@ -239,6 +244,7 @@ impl Cassette {
             mode: Mode::from_env(),
             by_request: false,
             ignored: IGNORED_ALWAYS.iter().map(|p| (*p).to_owned()).collect(),
+            secrets: Secrets::default(),
             state: Arc::new(Mutex::new(State {
                 file: Loaded::default(),
                 played: Vec::new(),
@@ -278,6 +284,24 @@ impl Cassette {
     #[must_use]
     pub fn ignore(mut self, path: impl Into<String>) -> Self {
         self.ignored.push(path.into());
+        self
+    }
+
+    /// Masks `secret` wherever it appears — in requests and answers alike
+    /// — as `[redacted]` before anything is written, and in each request
+    /// before it is compared, so a recording holding none replays. Replayed
+    /// answers read `[redacted]` where the secret was.
+    ///
+    /// # Examples
+    /// ```
+    /// use ferrobot::testing::Cassette;
+    /// let token = std::env::var("NAS_TOKEN").unwrap_or_default();
+    /// let cassette = Cassette::replay("tests/cassettes/nas.json").redact(token);
+    /// # let _ = cassette;
+    /// ```
+    #[must_use]
+    pub fn redact(mut self, secret: impl Into<String>) -> Self {
+        self.secrets.add(secret.into());
         self
     }
 
@@ -363,8 +387,14 @@ impl Cassette {
         }
     }
 
-    /// Adds an interaction and writes the file, atomically.
-    fn keep(&self, interaction: Interaction) -> Result<(), String> {
+    /// Adds an interaction, its secrets masked, and writes the file,
+    /// atomically.
+    fn keep(&self, mut interaction: Interaction) -> Result<(), String> {
+        if !self.secrets.is_empty() {
+            let mut value = serde_json::to_value(&interaction).map_err(|e| e.to_string())?;
+            self.secrets.value(&mut value);
+            interaction = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        }
         let mut state = self.state();
         let State { file, played } = &mut *state;
         let file = self.load(file).map_err(|error| error.chain())?;
@@ -414,7 +444,8 @@ impl Cassette {
 
 impl Provider for Cassette {
     fn stream<'a>(&'a self, request: ChatRequest<'a>) -> EventStream<'a> {
-        let canonical = canonical(&request);
+        let mut canonical = canonical(&request);
+        self.secrets.value(&mut canonical);
         let found = match self.find(&canonical) {
             Ok(found) => found,
             Err(error) => return futures_util::stream::once(async { Err(error) }).boxed(),

@@ -15,14 +15,20 @@ mod cassette;
 pub mod conformance;
 mod mock;
 mod openai;
+#[cfg(feature = "cassette")]
+mod redact;
 #[cfg(any(feature = "cassette", feature = "conformance"))]
 mod request;
+#[cfg(all(feature = "cassette", feature = "bot"))]
+mod session;
 
 #[cfg(all(feature = "cassette", feature = "__http"))]
 mod wire;
 
 #[cfg(feature = "cassette")]
 pub use cassette::{Cassette, Mode, RECORD_VAR};
+#[cfg(all(feature = "cassette", feature = "bot"))]
+pub use session::{Session, SessionError, SessionRecorder};
 #[cfg(all(feature = "cassette", feature = "__http"))]
 pub use wire::WireCassette;
 

@@ -14,10 +14,25 @@ use serde_json::Value;
 use super::cassette::{
     CassetteFile, Loaded, Mode, RECORD_VAR, VERSION, differences, mismatch, write_file,
 };
+use super::redact::{MASK, Secrets};
 use crate::provider::dialect::{Dialect, Http};
 use crate::provider::{
     Observe, Outcome, ProviderError, Replay, Replayed, WireRequest, WireResponse,
 };
+
+/// Response headers that differ on every call, or say who the account is:
+/// their values are masked on record.
+const VOLATILE_HEADERS: [&str; 9] = [
+    "date",
+    "set-cookie",
+    "cf-ray",
+    "x-request-id",
+    "request-id",
+    "openai-organization",
+    "openai-project",
+    "anthropic-organization-id",
+    "x-goog-request-id",
+];
 
 /// A cassette of raw HTTP exchanges: what a dialect sent (credentials
 /// redacted) and the bytes it got back, piece by piece with their timing.
@@ -32,6 +47,13 @@ use crate::provider::{
 /// replays anywhere. Replayed at full speed unless
 /// [`with_timing`](Self::with_timing). It takes the provider's observer
 /// slot.
+///
+/// Recorded, credentials are masked as `[redacted]`: authorization and key
+/// headers, keys in the query (`?key=…`), the values of headers that
+/// change on every call or name the account (`date`, `set-cookie`, request
+/// ids, organization ids), and whatever [`redact`](Self::redact) and
+/// [`redact_header`](Self::redact_header) add — in the body too, even when
+/// a secret arrived split across two pieces.
 ///
 /// # Examples
 /// ```no_run
@@ -50,10 +72,19 @@ pub struct WireCassette(Arc<Inner>);
 
 struct Inner {
     path: PathBuf,
+    settings: Settings,
+    state: Mutex<State>,
+}
+
+/// How the cassette records and compares.
+#[derive(Clone)]
+struct Settings {
     mode: Mode,
     timing: bool,
     ignored: Vec<String>,
-    state: Mutex<State>,
+    secrets: Secrets,
+    /// Headers whose values are masked, lowercase.
+    masked_headers: Vec<String>,
 }
 
 struct State {
@@ -61,9 +92,16 @@ struct State {
     /// How many recorded exchanges were replayed, in order.
     played: usize,
     /// Exchanges being recorded, by the observer's number.
-    recording: HashMap<u64, Exchange>,
+    recording: HashMap<u64, Recording>,
     /// When each recorded exchange's last piece came.
     last_piece: HashMap<u64, Instant>,
+}
+
+/// An exchange being recorded, with the answer's pieces as they came
+/// (masked once all came) and the pause before each, in milliseconds.
+struct Recording {
+    exchange: Exchange,
+    pieces: Vec<(u64, Vec<u8>)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -110,7 +148,7 @@ impl std::fmt::Debug for WireCassette {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WireCassette")
             .field("path", &self.0.path)
-            .field("mode", &self.0.mode)
+            .field("mode", &self.0.settings.mode)
             .finish_non_exhaustive()
     }
 }
@@ -118,15 +156,22 @@ impl std::fmt::Debug for WireCassette {
 impl WireCassette {
     /// A wire cassette at `path`, in the mode `FERROBOT_RECORD` asks for.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self::build(path.into(), Mode::from_env(), false, Vec::new())
+        Self::build(
+            path.into(),
+            Settings {
+                mode: Mode::from_env(),
+                timing: false,
+                ignored: Vec::new(),
+                secrets: Secrets::default(),
+                masked_headers: VOLATILE_HEADERS.map(str::to_owned).to_vec(),
+            },
+        )
     }
 
-    fn build(path: PathBuf, mode: Mode, timing: bool, ignored: Vec<String>) -> Self {
+    fn build(path: PathBuf, settings: Settings) -> Self {
         Self(Arc::new(Inner {
             path,
-            mode,
-            timing,
-            ignored,
+            settings,
             state: Mutex::new(State {
                 file: Loaded::default(),
                 played: 0,
@@ -136,25 +181,24 @@ impl WireCassette {
         }))
     }
 
-    fn rebuild(self, change: impl FnOnce(&mut Mode, &mut bool, &mut Vec<String>)) -> Self {
-        let inner = &self.0;
-        let (mut mode, mut timing, mut ignored) = (inner.mode, inner.timing, inner.ignored.clone());
-        change(&mut mode, &mut timing, &mut ignored);
-        Self::build(inner.path.clone(), mode, timing, ignored)
+    fn rebuild(self, change: impl FnOnce(&mut Settings)) -> Self {
+        let mut settings = self.0.settings.clone();
+        change(&mut settings);
+        Self::build(self.0.path.clone(), settings)
     }
 
     /// Replays, records missing exchanges or records all, whatever the
     /// environment says.
     #[must_use]
     pub fn mode(self, mode: Mode) -> Self {
-        self.rebuild(|m, _, _| *m = mode)
+        self.rebuild(|settings| settings.mode = mode)
     }
 
     /// Replays each piece after the pause it came after, for tests of
     /// time-outs and streaming. By default, at full speed.
     #[must_use]
     pub fn with_timing(self) -> Self {
-        self.rebuild(|_, timing, _| *timing = true)
+        self.rebuild(|settings| settings.timing = true)
     }
 
     /// Leaves a part of the request body out of the comparison: a dotted
@@ -162,7 +206,24 @@ impl WireCassette {
     #[must_use]
     pub fn ignore(self, path: impl Into<String>) -> Self {
         let path = path.into();
-        self.rebuild(|_, _, ignored| ignored.push(path))
+        self.rebuild(|settings| settings.ignored.push(path))
+    }
+
+    /// Masks `secret` as `[redacted]` wherever it appears in what is
+    /// recorded (URL, headers, bodies), and in each request before it is
+    /// compared. Replayed answers read `[redacted]` where it was.
+    #[must_use]
+    pub fn redact(self, secret: impl Into<String>) -> Self {
+        let secret = secret.into();
+        self.rebuild(|settings| settings.secrets.add(secret))
+    }
+
+    /// Masks the value of the header `name` (any case), in requests and
+    /// answers, as `[redacted]`: a gateway's own credential header, say.
+    #[must_use]
+    pub fn redact_header(self, name: impl AsRef<str>) -> Self {
+        let name = name.as_ref().to_ascii_lowercase();
+        self.rebuild(|settings| settings.masked_headers.push(name))
     }
 
     /// The cassette's file.
@@ -197,7 +258,7 @@ impl WireCassette {
                 exchanges: Vec::new(),
             })
         };
-        file.get(&self.0.path, self.0.mode, empty, |message| {
+        file.get(&self.0.path, self.0.settings.mode, empty, |message| {
             self.error(message)
         })
     }
@@ -228,7 +289,7 @@ impl Replay for WireCassette {
             Err(error) => return Some(Err(error)),
         };
         let Some(recorded) = file.exchanges.get(played) else {
-            return match self.0.mode {
+            return match self.0.settings.mode {
                 Mode::Replay => Some(Err(self.error(format!(
                     "it holds {} exchange(s) and this is one more: record it with {RECORD_VAR}=missing",
                     file.exchanges.len()
@@ -240,10 +301,18 @@ impl Replay for WireCassette {
         let wanted = serde_json::json!({
             "method": recorded.method, "path": path_of(&recorded.url), "body": recorded.body,
         });
+        let mut body = body_value(request.body);
+        self.0.settings.secrets.value(&mut body);
         let now = serde_json::json!({
-            "method": request.method, "path": path_of(request.url), "body": body_value(request.body),
+            "method": request.method, "path": path_of(request.url), "body": body,
         });
-        let ignored: Vec<String> = self.0.ignored.iter().map(|p| format!("body.{p}")).collect();
+        let ignored: Vec<String> = self
+            .0
+            .settings
+            .ignored
+            .iter()
+            .map(|p| format!("body.{p}"))
+            .collect();
         let differ = differences(&wanted, &now, &ignored);
         if !differ.is_empty() {
             return Some(Err(self.error(mismatch(played, &differ))));
@@ -260,7 +329,7 @@ impl Replay for WireCassette {
                         .unwrap_or_default(),
                     (None, None) => Bytes::new(),
                 };
-                let pause = if self.0.timing {
+                let pause = if self.0.settings.timing {
                     Duration::from_millis(piece.after_ms)
                 } else {
                     Duration::ZERO
@@ -278,7 +347,8 @@ impl Observe for WireCassette {
     fn request(&self, exchange: u64, request: &WireRequest<'_>) {
         // Only what goes to the network is recorded: a replayed exchange
         // is in the file already.
-        if self.0.mode == Mode::Replay {
+        let settings = &self.0.settings;
+        if settings.mode == Mode::Replay {
             return;
         }
         let mut state = self.state();
@@ -288,14 +358,23 @@ impl Observe for WireCassette {
             Ok(file) if played >= file.exchanges.len() => {}
             _ => return,
         }
+        let mut body = body_value(request.body);
+        settings.secrets.value(&mut body);
+        let recorded = Exchange {
+            method: request.method.to_owned(),
+            url: settings
+                .secrets
+                .text(&redact_query(request.url))
+                .into_owned(),
+            request_headers: self.masked(request.headers),
+            body,
+            ..Exchange::default()
+        };
         state.recording.insert(
             exchange,
-            Exchange {
-                method: request.method.to_owned(),
-                url: redact_query(request.url),
-                request_headers: request.headers.to_vec(),
-                body: body_value(request.body),
-                ..Exchange::default()
+            Recording {
+                exchange: recorded,
+                pieces: Vec::new(),
             },
         );
         state.last_piece.insert(exchange, Instant::now());
@@ -304,9 +383,12 @@ impl Observe for WireCassette {
     fn response(&self, exchange: u64, response: &WireResponse<'_>) {
         let mut state = self.state();
         let now = Instant::now();
-        if let Some(recorded) = state.recording.get_mut(&exchange) {
+        if let Some(Recording {
+            exchange: recorded, ..
+        }) = state.recording.get_mut(&exchange)
+        {
             recorded.status = response.status;
-            recorded.headers = response.headers.to_vec();
+            recorded.headers = self.masked(response.headers);
             state.last_piece.insert(exchange, now);
         }
     }
@@ -317,27 +399,19 @@ impl Observe for WireCassette {
         let after = state.last_piece.insert(exchange, now).map_or(0, |before| {
             u64::try_from(now.duration_since(before).as_millis()).unwrap_or(u64::MAX)
         });
-        if let Some(recorded) = state.recording.get_mut(&exchange) {
-            let piece = match std::str::from_utf8(bytes) {
-                Ok(text) => Piece {
-                    after_ms: after,
-                    text: Some(text.to_owned()),
-                    base64: None,
-                },
-                Err(_) => Piece {
-                    after_ms: after,
-                    text: None,
-                    base64: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
-                },
-            };
-            recorded.pieces.push(piece);
+        if let Some(recording) = state.recording.get_mut(&exchange) {
+            recording.pieces.push((after, bytes.to_vec()));
         }
     }
 
     fn end(&self, exchange: u64, outcome: Outcome<'_>) {
         let mut state = self.state();
         state.last_piece.remove(&exchange);
-        let Some(recorded) = state.recording.remove(&exchange) else {
+        let Some(Recording {
+            exchange: mut recorded,
+            pieces,
+        }) = state.recording.remove(&exchange)
+        else {
             return;
         };
         // Kept once the whole answer came (an error status too); a call
@@ -348,12 +422,60 @@ impl Observe for WireCassette {
         let Ok(file) = self.load(&mut state.file) else {
             return;
         };
+        let bytes: Vec<Vec<u8>> = pieces.iter().map(|(_, bytes)| bytes.clone()).collect();
+        let masked = self.0.settings.secrets.pieces(&bytes);
+        recorded.pieces = pieces
+            .iter()
+            .zip(masked)
+            .map(|((after_ms, _), bytes)| Piece::new(*after_ms, bytes))
+            .collect();
         file.exchanges.push(recorded);
         let snapshot = file.clone();
         state.played = snapshot.exchanges.len();
         drop(state);
         if let Err(error) = write_file(&self.0.path, &snapshot) {
             tracing::warn!(%error, "the wire cassette could not be written");
+        }
+    }
+}
+
+impl WireCassette {
+    /// Headers as recorded: the masked ones' values `[redacted]`, secrets
+    /// masked in the rest.
+    fn masked(&self, headers: &[(String, String)]) -> Vec<(String, String)> {
+        let settings = &self.0.settings;
+        headers
+            .iter()
+            .map(|(name, value)| {
+                let masked = settings
+                    .masked_headers
+                    .iter()
+                    .any(|masked| name.eq_ignore_ascii_case(masked));
+                let value = if masked {
+                    MASK.to_owned()
+                } else {
+                    settings.secrets.text(value).into_owned()
+                };
+                (name.clone(), value)
+            })
+            .collect()
+    }
+}
+
+impl Piece {
+    /// A piece as the file keeps it: text when it is UTF-8 on its own.
+    fn new(after_ms: u64, bytes: Vec<u8>) -> Self {
+        match String::from_utf8(bytes) {
+            Ok(text) => Piece {
+                after_ms,
+                text: Some(text),
+                base64: None,
+            },
+            Err(error) => Piece {
+                after_ms,
+                text: None,
+                base64: Some(base64::engine::general_purpose::STANDARD.encode(error.as_bytes())),
+            },
         }
     }
 }

@@ -279,3 +279,42 @@ async fn a_failed_call_is_kept_and_fails_the_same_way_on_replay() {
         "{last:?}"
     );
 }
+
+#[tokio::test]
+async fn a_secret_named_for_redaction_never_reaches_the_file_and_still_replays() {
+    const SECRET: &str = "nas-TOKEN-5150";
+    let dir = TempDir::new("cassette-redact");
+    let file = dir.file("redact.json");
+    let live = server(vec![text_sse(&format!("Stored {SECRET}."))]).await;
+    let recording = Agent::builder()
+        .provider(
+            Cassette::new(&file, provider(&live.uri()))
+                .mode(Mode::RecordAll)
+                .redact(SECRET),
+        )
+        .build();
+    let prompt = format!("store {SECRET}");
+    let reply = recording.handle("ann", prompt.as_str()).await.unwrap();
+    assert_eq!(reply.text, format!("Stored {SECRET}."));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(
+        text.contains("store [redacted]") && text.contains("Stored [redacted]."),
+        "{text}"
+    );
+    drop(live);
+
+    // The same rule on replay: the request holding the secret matches.
+    let replaying = Agent::builder()
+        .provider(Cassette::replay(&file).redact(SECRET))
+        .build();
+    let reply = replaying.handle("ann", prompt.as_str()).await.unwrap();
+    assert_eq!(reply.text, "Stored [redacted].");
+    // Without it, the difference is the secret itself.
+    let unmasked = Agent::builder().provider(Cassette::replay(&file)).build();
+    let error = ferrobot::error_chain(&unmasked.handle("ann", prompt.as_str()).await.unwrap_err());
+    assert!(
+        error.contains(r#"recorded "store [redacted]", now "store nas-TOKEN-5150""#),
+        "{error}"
+    );
+}

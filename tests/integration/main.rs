@@ -99,6 +99,10 @@ mod wire_cassette;
 // The conformance check: the real llama.cpp server, and scripted faults.
 #[cfg(all(feature = "conformance", feature = "openai"))]
 mod conformance_check;
+// Bot sessions recorded at the `Channel` trait and replayed, the model in a
+// cassette: questions answered as recorded, differences named, the clock.
+#[cfg(all(feature = "cassette", feature = "bot", feature = "sqlite"))]
+mod session;
 // Cassettes: recorded over loopback, replayed offline, mismatches named.
 #[cfg(all(feature = "cassette", feature = "openai", feature = "sqlite"))]
 mod cassette;

@@ -227,3 +227,83 @@ async fn a_changed_body_is_named_and_a_split_character_replays_whole() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn secrets_are_masked_on_record_even_split_across_pieces() {
+    use ferrobot_testkit::fault::Step;
+    use std::time::Duration;
+
+    const SECRET: &str = "sk-live-SPLIT-9";
+    let dir = TempDir::new("wire-redact");
+    let file = dir.file("redact.json");
+    let body = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"your key is {SECRET}.\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+    );
+    // Cut inside the secret: the pieces are masked as one text.
+    let cut = body.find("SPLIT").unwrap();
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\ndate: Wed, 02 Dec 2026 13:00:00 GMT\r\nx-request-id: req_4711\r\nconnection: close\r\n\r\n";
+    let chunk = |piece: &str| format!("{:x}\r\n{piece}\r\n", piece.len()).into_bytes();
+    let server = FaultServer::start([Script(vec![
+        Step::Send(head.into()),
+        Step::Send(chunk(&body[..cut])),
+        Step::Pause(Duration::from_millis(30)),
+        Step::Send(chunk(&body[cut..])),
+        Step::Send(b"0\r\n\r\n".to_vec()),
+    ])])
+    .await;
+    let client = |url: String| {
+        OpenAiCompatible::new(format!("{url}/v1"))
+            .model("m")
+            .header("X-Gateway-Token", "gw-TOKEN-77")
+            .retry(RetryPolicy::none())
+    };
+    let messages = [Message::user(format!("remember {SECRET}"))];
+    let recording = WireCassette::new(&file)
+        .mode(Mode::RecordAll)
+        .redact(SECRET)
+        .redact_header("x-gateway-token");
+    let live = assemble(&recording.wrap(client(server.url())), &messages)
+        .await
+        .unwrap();
+    // The program saw the real answer; the file holds none of the secrets.
+    assert_eq!(live.message.text(), format!("your key is {SECRET}."));
+    let text = std::fs::read_to_string(&file).unwrap();
+    for secret in [SECRET, "SPLIT", "gw-TOKEN-77", "req_4711", "13:00:00"] {
+        assert!(!text.contains(secret), "{secret} reached the file: {text}");
+    }
+    let recorded: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let exchange = &recorded["exchanges"][0];
+    assert_eq!(
+        exchange["body"]["messages"][0]["content"],
+        "remember [redacted]"
+    );
+    assert!(
+        exchange["pieces"].as_array().unwrap().len() >= 2,
+        "the pieces stay apart: {exchange}"
+    );
+    assert!(
+        exchange["request_headers"]
+            .to_string()
+            .contains(r#"["x-gateway-token","[redacted]"]"#),
+        "{exchange}"
+    );
+    assert!(
+        exchange["headers"]
+            .to_string()
+            .contains(r#"["date","[redacted]"]"#),
+        "{exchange}"
+    );
+    drop(server);
+
+    // Replayed with the same rule, the request (holding the secret) matches.
+    let replayed = assemble(
+        &WireCassette::new(&file)
+            .mode(Mode::Replay)
+            .redact(SECRET)
+            .wrap(client(closed())),
+        &messages,
+    )
+    .await
+    .unwrap();
+    assert_eq!(replayed.message.text(), "your key is [redacted].");
+}

@@ -2,19 +2,34 @@
 //! bot served from it.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio_util::task::AbortOnDropHandle;
 
 use ferrobot::agent::{Agent, Delegate, TurnBudget, TurnWatcher};
 use ferrobot::bot::{Channel, ChannelConfirm, ChannelError, ChannelNotifier};
 use ferrobot::confirm::ConfirmHandler;
+use ferrobot::provider::Provider;
 use ferrobot::schedule::{Retries, Scheduler};
+use ferrobot::testing::{Cassette, Mode, SessionRecorder};
 use ferrobot::tool::{Notifier, Tool};
 
 use crate::history::Store;
 use crate::{LoadedConfig, ToolState, watch_tools_file};
+
+/// Where an agent's model and history come from.
+pub(crate) enum Stage {
+    /// The config's server and store.
+    Live,
+    /// The config's server and store, every model call recorded into the
+    /// cassette `model` (a bot recording its session).
+    Record { model: PathBuf },
+    /// The cassette `model` replayed, conversations in memory, the clock
+    /// stopped at `at` (a session replayed).
+    Replay { model: Cassette, at: SystemTime },
+}
 
 impl LoadedConfig {
     /// The tools a bot offers: the system tools, the power tools when
@@ -79,8 +94,29 @@ impl LoadedConfig {
         confirm: impl ConfirmHandler,
         notifier: impl Notifier,
     ) -> Result<Agent, ferrobot::BoxError> {
-        let history = self.open_history().await?;
-        let provider = self.provider()?;
+        self.agent_for(confirm, notifier, Stage::Live).await
+    }
+
+    /// The [`agent`](Self::agent), its model and history as `stage` says.
+    pub(crate) async fn agent_for(
+        &self,
+        confirm: impl ConfirmHandler,
+        notifier: impl Notifier,
+        stage: Stage,
+    ) -> Result<Agent, ferrobot::BoxError> {
+        // A replay keeps its conversations in memory, never in the bot's store.
+        let history = match &stage {
+            Stage::Replay { .. } => None,
+            _ => Some(self.open_history().await?),
+        };
+        let (provider, clock): (Arc<dyn Provider>, _) = match stage {
+            Stage::Live => (self.provider()?, None),
+            Stage::Record { model } => {
+                let cassette = Cassette::new(model, self.provider()?).mode(Mode::RecordAll);
+                (Arc::new(cassette), None)
+            }
+            Stage::Replay { model, at } => (Arc::new(model), Some(at)),
+        };
         let context = self.context_policy(provider.as_ref()).await;
         let settings = &self.config.agent;
         let tools = self.tools()?;
@@ -111,11 +147,13 @@ impl LoadedConfig {
             .state(self.scheduler()?)
             .watcher(activity.clone())
             .state(activity)
-            .maybe_prompt_tail(self.prompt_facts());
+            .maybe_prompt_tail(self.prompt_facts())
+            .maybe_clock(clock.map(|at: SystemTime| move || at));
         let agent = match history {
-            Store::Sqlite(store) => agent.history(store).build(),
+            Some(Store::Sqlite(store)) => agent.history(store).build(),
             #[cfg(feature = "postgres")]
-            Store::Postgres(store) => agent.history(store).build(),
+            Some(Store::Postgres(store)) => agent.history(store).build(),
+            None => agent.build(),
         };
         // Before the MCP servers' instructions, which join as they connect.
         for (file, text) in self.instruction_files() {
@@ -179,6 +217,21 @@ impl LoadedConfig {
         Ok(Some(delegate))
     }
 
+    /// Offers `agent`'s scheduler's tools, as the tool state file allows:
+    /// the scheduler to run, when the agent has one.
+    pub(crate) fn add_schedule_tools(&self, agent: &Agent) -> Option<Scheduler> {
+        let scheduler = Scheduler::clone(&*agent.state::<Scheduler>()?);
+        for tool in ferrobot::schedule::tools() {
+            agent.tools().register(tool);
+        }
+        // The tool state file may switch them off too.
+        match ToolState::load(&self.tool_state_path()) {
+            Ok(state) => state.apply(agent),
+            Err(error) => tracing::warn!(%error, "could not read the tool state file"),
+        }
+        Some(scheduler)
+    }
+
     /// Runs a bot until its channel stops: the [`agent`](Self::agent) this
     /// config describes answering on `channel` (confirmations and later
     /// messages go through it), its MCP servers connecting in the
@@ -211,10 +264,24 @@ impl LoadedConfig {
                     },
                 )?),
             };
+        // `FERROBOT_SESSION=FILE`: the conversation recorded as a test.
+        let (channel, stage) = match crate::session::to_record() {
+            Some(path) => {
+                let recorder = SessionRecorder::new(&path, channel);
+                let model = recorder.model_path();
+                tracing::info!(session = %path.display(), model = %model.display(), "recording the session ({})", crate::session::SESSION_VAR);
+                (
+                    Arc::new(recorder) as Arc<dyn Channel>,
+                    Stage::Record { model },
+                )
+            }
+            None => (channel, Stage::Live),
+        };
         let agent = self
-            .agent(
+            .agent_for(
                 ChannelConfirm(Arc::clone(&channel)),
                 ChannelNotifier(Arc::clone(&channel)),
+                stage,
             )
             .await
             .map_err(|source| ChannelError::Other {
@@ -227,18 +294,7 @@ impl LoadedConfig {
                 message: source.to_string(),
                 source: Some(source),
             })?;
-        let scheduler = agent
-            .state::<Scheduler>()
-            .map(|scheduler| Scheduler::clone(&scheduler));
-        let _schedule = scheduler.map(|scheduler| {
-            for tool in ferrobot::schedule::tools() {
-                agent.tools().register(tool);
-            }
-            // The tool state file may switch them off too.
-            match ToolState::load(&self.tool_state_path()) {
-                Ok(state) => state.apply(&agent),
-                Err(error) => tracing::warn!(%error, "could not read the tool state file"),
-            }
+        let _schedule = self.add_schedule_tools(&agent).map(|scheduler| {
             AbortOnDropHandle::new(tokio::spawn(
                 scheduler.run(agent.clone(), ChannelNotifier(Arc::clone(&channel))),
             ))

@@ -41,6 +41,7 @@ pub mod panel;
 pub mod prompt;
 pub mod retry;
 pub mod run;
+pub mod session;
 pub mod single;
 #[cfg(feature = "otel")]
 mod telemetry;

@@ -88,6 +88,19 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Replay a bot session recorded with `FERROBOT_SESSION=FILE` against
+    /// this config's agent, offline: the model answered from
+    /// `NAME.model.json` beside it. Exit 0 when the bot answered as
+    /// recorded, 1 with the differences when not.
+    Replay {
+        /// The session file.
+        file: PathBuf,
+        /// Leave this dotted path of the model's requests out of the
+        /// comparison (`*` for any step), e.g. a tool's live output
+        /// `messages.*.parts.*.output`; repeat for several.
+        #[arg(long = "ignore", value_name = "PATH")]
+        ignore: Vec<String>,
+    },
     /// The MCP servers of `[mcp.servers]`.
     Mcp {
         #[command(subcommand)]

@@ -1,6 +1,7 @@
-//! The commands that don't talk to the model: `tools`, `enable` and
-//! `disable`, `doctor` (which only probes it and the MCP servers) and
-//! `config check`.
+//! The commands that don't chat with the model: `tools`, `enable` and
+//! `disable`, `doctor` (which only probes it and the MCP servers),
+//! `status`, `replay` (which answers it from a recording) and `config
+//! check`.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -8,10 +9,11 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use ferrobot::provider::Provider;
+use ferrobot::testing::SessionError;
 use ferrobot::tool::Tool;
 use ferrobot_app::{LoadedConfig, ToolState};
 
-use crate::EXIT_DOCTOR;
+use crate::{EXIT_DOCTOR, EXIT_TURN_FAILED};
 
 pub(crate) fn tools(loaded: &LoadedConfig) -> anyhow::Result<ExitCode> {
     let state = ToolState::load(&loaded.tool_state_path())?;
@@ -103,6 +105,30 @@ pub(crate) async fn conformance(loaded: &LoadedConfig, json: bool) -> anyhow::Re
     } else {
         ExitCode::from(EXIT_DOCTOR)
     })
+}
+
+/// `ferrobot replay FILE`: a recorded bot session replayed against this
+/// config's agent; 0 when the bot answered as recorded, 1 with the report
+/// when not.
+pub(crate) async fn replay(
+    loaded: &LoadedConfig,
+    file: &std::path::Path,
+    ignored: &[String],
+) -> anyhow::Result<ExitCode> {
+    match loaded.replay_session(file, ignored).await {
+        Ok(()) => {
+            out!("{}: the bot answered as recorded", file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => match error.downcast::<SessionError>() {
+            Ok(error) if matches!(*error, SessionError::Differs { .. }) => {
+                eprintln!("{error}");
+                Ok(ExitCode::from(EXIT_TURN_FAILED))
+            }
+            Ok(error) => Err(anyhow::Error::new(*error)),
+            Err(error) => Err(anyhow::anyhow!(error)),
+        },
+    }
 }
 
 /// `ferrobot status`: the bots of this config, from their runtime files and

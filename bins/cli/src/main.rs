@@ -9,7 +9,8 @@
 //! - `args`: the command line (clap);
 //! - `chat`: the chat, a line editor over the agent;
 //! - `turn`: one turn printed as it streams (`run`, and each chat line);
-//! - `commands`: `tools`, `enable`, `disable`, `doctor`, `config check`;
+//! - `commands`: `tools`, `enable`, `disable`, `doctor`, `status`,
+//!   `replay`, `config check`;
 //! - `mcp`: `mcp list`, and the MCP servers' part of `doctor`;
 //! - `history`: `history list`, `show`, `search`, `export` and `import`;
 //! - `transfer`: the JSON Lines `export` writes and `import` reads;
@@ -44,7 +45,7 @@ mod turn;
 
 use crate::args::{Cli, Command, ConfigAction, McpAction};
 use crate::chat::chat;
-use crate::commands::{config_check, conformance, doctor, status, switch, tools};
+use crate::commands::{config_check, conformance, doctor, replay, status, switch, tools};
 use crate::history::history;
 use crate::permissions::permissions;
 use crate::turn::{Print, run};
@@ -97,6 +98,7 @@ async fn main() -> ExitCode {
         }) => conformance(&loaded, json).await,
         Some(Command::Status { json }) => status(&loaded, json).await,
         Some(Command::Tools) => tools(&loaded),
+        Some(Command::Replay { file, ignore }) => replay(&loaded, &file, &ignore).await,
         Some(Command::Mcp {
             action: McpAction::List { wait },
         }) => mcp::list(&loaded, std::time::Duration::from_secs(wait)).await,

@@ -1859,3 +1859,66 @@ fn doctor_conformance_against_a_real_llama_cpp_server() {
     assert_eq!(verdict("non_streamed_text").as_deref(), Some("pass"));
     assert_eq!(verdict("error_status").as_deref(), Some("skipped"));
 }
+
+/// A session as a bot records it: "hi" answered with `reply`.
+fn session(reply: &str) -> String {
+    serde_json::json!({
+        "ferrobot_session": 1,
+        "recorded_at": 1_796_000_000,
+        "limit": 4096,
+        "length": "utf16",
+        "events": [
+            {"message": {"conversation": "111", "user": "111", "text": "hi"}},
+            {"reply": {"to": "111", "text": reply}},
+        ],
+    })
+    .to_string()
+}
+
+#[test]
+fn replay_says_whether_a_recorded_session_still_answers_alike() {
+    let home = Home::new("cli-replay");
+    std::fs::write(home.path().join("chat.json"), session("Hello!")).unwrap();
+    // The model's answer; its request is left out of the comparison below
+    // (it holds this machine's tools and facts).
+    let model = serde_json::json!({
+        "ferrobot_cassette": 1, "provider": "openai", "model": "m",
+        "interactions": [{"request": {}, "events": [{"text": "Hello!"}, {"finish": "stop"}]}],
+    });
+    std::fs::write(home.path().join("chat.model.json"), model.to_string()).unwrap();
+    let ignore = [
+        "--ignore",
+        "system",
+        "--ignore",
+        "messages",
+        "--ignore",
+        "tools",
+        "--ignore",
+        "tool_choice",
+    ];
+    let replay = |file: &str| {
+        let mut args = vec!["replay", file];
+        args.extend(ignore);
+        ferrobot(&home, &args)
+    };
+    let output = replay("chat.json");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "chat.json: the bot answered as recorded\n");
+
+    std::fs::write(home.path().join("chat.json"), session("Bye!")).unwrap();
+    let output = replay("chat.json");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report = stderr(&output);
+    assert!(
+        report.contains("in 111, after the message \"hi\" (its message 1):\n    recorded the reply \"Bye!\"\n    now      the reply \"Hello!\""),
+        "{report}"
+    );
+
+    let output = replay("none.json");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("there is no such file: record one with"),
+        "{}",
+        stderr(&output)
+    );
+}

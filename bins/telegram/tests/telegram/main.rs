@@ -43,3 +43,5 @@ mod webhook;
 mod power;
 // The control panel in headless Chromium: a tool switched off is no longer offered.
 mod panel;
+// A conversation recorded with FERROBOT_SESSION and replayed offline.
+mod sessions;
