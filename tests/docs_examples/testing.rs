@@ -260,3 +260,68 @@ mod in_ten_lines {
         assert_eq!(mock.requests()[0].tool_names(), ["add"]); // and was offered
     }
 }
+
+/// Compiled, not run: the files come from a real recording.
+#[cfg(feature = "cassette")]
+#[allow(dead_code)]
+fn secrets_and_dates() {
+    use std::time::{Duration, SystemTime};
+
+    use ferrobot::{Agent, testing::Cassette};
+
+    let token = std::env::var("NAS_TOKEN").unwrap_or_default();
+    let recorded = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000);
+    let agent = Agent::builder()
+        .provider(Cassette::replay("tests/cassettes/nas.json").redact(token))
+        .clock(move || recorded)
+        .build();
+    let _ = agent;
+}
+
+/// Compiled, not run: recording needs a chat platform and a model server.
+#[cfg(all(feature = "cassette", feature = "bot"))]
+#[allow(dead_code)]
+async fn session_recorded(
+    telegram: std::sync::Arc<dyn ferrobot::bot::Channel>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use std::sync::Arc;
+
+    use ferrobot::bot::{Channel, ChannelConfirm, serve};
+    use ferrobot::testing::{Cassette, Mode, SessionRecorder};
+    use ferrobot::{Agent, provider::OpenAiCompatible};
+
+    let recorder = SessionRecorder::new("tests/sessions/disk.json", telegram);
+    let model = OpenAiCompatible::new("http://localhost:8080/v1").model("qwen3:8b");
+    let model = Cassette::new(recorder.model_path(), model).mode(Mode::RecordAll);
+    let channel: Arc<dyn Channel> = Arc::new(recorder);
+    let agent = Agent::builder()
+        .provider(model)
+        .confirm(ChannelConfirm(channel.clone()))
+        .build();
+    serve(agent, channel).await?;
+    Ok(())
+}
+
+/// Compiled, not run: the files come from a real recording.
+#[cfg(all(feature = "cassette", feature = "bot", feature = "macros"))]
+#[allow(dead_code)]
+async fn session_replayed() -> Result<(), Box<dyn std::error::Error>> {
+    #[ferrobot::tool]
+    /// Free space on a mount.
+    async fn disk_free(path: String) -> String {
+        format!("{path}: 42 GB free")
+    }
+    use ferrobot::Agent;
+    use ferrobot::testing::{Cassette, Session};
+
+    let session = Session::open("tests/sessions/disk.json")?;
+    let recorded_at = session.recorded_at();
+    let agent = Agent::builder()
+        .provider(Cassette::replay(session.model_path()))
+        .tool(disk_free)
+        .confirm(session.confirm())
+        .clock(move || recorded_at)
+        .build();
+    session.replay(agent).await?; // Err(SessionError::Differs { report }) when it changed
+    Ok(())
+}
