@@ -140,10 +140,20 @@ impl Handler {
     /// platform may be told it was received.
     pub async fn accept(&self, incoming: Incoming) {
         self.tell(&incoming);
+        tokio::spawn(self.admit(incoming).await);
+    }
+
+    /// Journals `incoming` and puts it behind its chat's latest message;
+    /// the future returned answers it. Messages admitted one after another
+    /// start their turns in that order, however their answers run.
+    pub(crate) async fn admit(
+        &self,
+        incoming: Incoming,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let journaled = self.journal(&incoming).await;
         let turn = self.line_up(&incoming);
         let handler = self.clone();
-        tokio::spawn(async move { handler.run(incoming, journaled, turn).await });
+        async move { handler.run(incoming, journaled, turn).await }
     }
 
     fn tell(&self, incoming: &Incoming) {

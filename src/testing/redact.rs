@@ -38,26 +38,24 @@ impl Secrets {
         text
     }
 
-    /// Masks every secret in the strings of `value`, keys included.
+    /// Masks every secret in the string values of `value` (not in keys:
+    /// two keys masked alike would become one).
     pub(super) fn value(&self, value: &mut Value) {
         if self.is_empty() {
             return;
         }
         match value {
-            Value::String(text) => {
-                if let Cow::Owned(masked) = self.text(text) {
-                    *text = masked;
-                }
-            }
+            Value::String(text) => self.string(text),
             Value::Array(items) => items.iter_mut().for_each(|item| self.value(item)),
-            Value::Object(map) => {
-                let entries = std::mem::take(map);
-                for (key, mut item) in entries {
-                    self.value(&mut item);
-                    map.insert(self.text(&key).into_owned(), item);
-                }
-            }
+            Value::Object(map) => map.values_mut().for_each(|item| self.value(item)),
             _ => {}
+        }
+    }
+
+    /// Masks every secret in `text`, in place.
+    pub(super) fn string(&self, text: &mut String) {
+        if let Cow::Owned(masked) = self.text(text) {
+            *text = masked;
         }
     }
 
@@ -154,11 +152,11 @@ mod tests {
     fn the_longest_secret_is_masked_whole_and_values_are_walked() {
         let secrets = secrets(&["abc", "abcdef"]);
         assert_eq!(secrets.text("x abcdef y abc"), "x [redacted] y [redacted]");
-        let mut value = serde_json::json!({"k": ["abc", {"abcdef": 1}], "n": 2});
+        let mut value = serde_json::json!({"k": ["abc", {"abcdef": "abcdef!"}], "n": 2});
         secrets.value(&mut value);
         assert_eq!(
             value,
-            serde_json::json!({"k": ["[redacted]", {"[redacted]": 1}], "n": 2})
+            serde_json::json!({"k": ["[redacted]", {"abcdef": "[redacted]!"}], "n": 2})
         );
     }
 

@@ -1,10 +1,10 @@
 //! Bot conversations recorded at the [`Channel`] trait and replayed as
 //! regression tests: [`SessionRecorder`] and [`Session`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -12,17 +12,22 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Notify;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::task::JoinSet;
 
 use super::cassette::{VERSION, write_file};
 use super::redact::{MASK, Secrets};
 use crate::agent::Agent;
 use crate::bot::{
     Channel, ChannelConfirm, ChannelError, ChannelNotifier, CommandSpec, Handler, Incoming, Length,
-    chat_of, serve, split_message,
+    chat_of, serve,
 };
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::policy::Scope;
+
+/// How long a replay waits for a bot that shows nothing more (a turn
+/// stuck on a question the recording never answered) before it stops the
+/// turns left and compares what was shown.
+const IDLE: Duration = Duration::from_secs(30);
 
 /// A session file: what came in and what the bot showed, in order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,21 +50,44 @@ enum Counted {
     Utf16,
 }
 
+impl From<Length> for Counted {
+    fn from(length: Length) -> Self {
+        match length {
+            Length::Chars => Counted::Chars,
+            Length::Utf16 => Counted::Utf16,
+        }
+    }
+}
+
+impl From<Counted> for Length {
+    fn from(counted: Counted) -> Self {
+        match counted {
+            Counted::Chars => Length::Chars,
+            Counted::Utf16 => Length::Utf16,
+        }
+    }
+}
+
+/// What happened in a chat. Every event names the chat (the
+/// [`Incoming::conversation`]), never the platform's reply target, which
+/// may hold a credential (a Discord interaction's token).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Event {
-    /// A message reached the bot.
+    /// A message reached the bot; its `reply_to`, if any, is a stand-in.
     Message(Incoming),
     /// A finished message the bot showed. Drafts are left out: how many a
     /// reply takes depends on timing.
-    Reply { to: String, text: String },
-    /// The bot asked whether a tool may run, and what the user answered.
+    Reply { chat: String, text: String },
+    /// The bot asked whether a tool may run, and what the user answered
+    /// (nothing, when the question was dropped: the turn was stopped).
     Question {
-        to: String,
+        chat: String,
         tool: String,
         prompt: String,
         arguments: Value,
-        answer: Answer,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<Answer>,
     },
 }
 
@@ -99,20 +127,12 @@ impl From<Answer> for Decision {
 }
 
 impl Event {
-    /// Where it happened: the chat a message came to or a reply went to.
+    /// The chat it happened in.
     fn place(&self) -> &str {
         match self {
-            Event::Message(incoming) => Self::place_of(incoming),
-            Event::Reply { to, .. } | Event::Question { to, .. } => to,
+            Event::Message(incoming) => &incoming.conversation,
+            Event::Reply { chat, .. } | Event::Question { chat, .. } => chat,
         }
-    }
-
-    /// Where the answers to `incoming` go.
-    fn place_of(incoming: &Incoming) -> &str {
-        incoming
-            .reply_to
-            .as_deref()
-            .unwrap_or(&incoming.conversation)
     }
 
     /// Whether `now`, replayed, is what `self` recorded: equal, a masked
@@ -120,35 +140,47 @@ impl Event {
     fn fits(&self, now: &Event) -> bool {
         match (self, now) {
             (
-                Event::Reply { to, text },
+                Event::Reply { chat, text },
                 Event::Reply {
-                    to: to_now,
+                    chat: chat_now,
                     text: now,
                 },
-            ) => to == to_now && fits(text, now),
+            ) => chat == chat_now && fits(text, now),
+            (
+                Event::Question { answer, .. },
+                Event::Question {
+                    answer: answer_now, ..
+                },
+            ) => self.asks(now) && answer == answer_now,
+            (recorded, now) => recorded == now,
+        }
+    }
+
+    /// Whether `now` is the question `self` recorded, whatever the answers.
+    fn asks(&self, now: &Event) -> bool {
+        match (self, now) {
             (
                 Event::Question {
-                    to,
+                    chat,
                     tool,
                     prompt,
                     arguments,
-                    answer,
+                    ..
                 },
                 Event::Question {
-                    to: to_now,
+                    chat: chat_now,
                     tool: tool_now,
                     prompt: prompt_now,
                     arguments: arguments_now,
-                    answer: answer_now,
+                    ..
                 },
             ) => {
-                to == to_now
+                chat == chat_now
                     && tool == tool_now
                     && fits(prompt, prompt_now)
-                    && fits(&arguments.to_string(), &arguments_now.to_string())
-                    && answer == answer_now
+                    && fits_value(arguments, arguments_now)
             }
-            (recorded, now) => recorded == now,
+            _ => false,
         }
     }
 
@@ -161,11 +193,51 @@ impl Event {
                 tool,
                 prompt,
                 arguments,
+                answer,
                 ..
             } => {
-                format!("the question {} ({tool} {arguments})", quoted(prompt))
+                let answer = answer.as_ref().map_or_else(
+                    || "unanswered".to_owned(),
+                    |a| serde_json::to_string(a).unwrap_or_default(),
+                );
+                format!(
+                    "the question {} ({tool} {arguments}), answered {answer}",
+                    quoted(prompt)
+                )
             }
         }
+    }
+
+    /// It with every secret masked (an image's bytes aside: a short secret
+    /// may occur in any base64).
+    fn masked(mut self, secrets: &Secrets) -> Self {
+        match &mut self {
+            Event::Message(incoming) => {
+                secrets.string(&mut incoming.text);
+                secrets.string(&mut incoming.user);
+                if let Some(name) = &mut incoming.name {
+                    secrets.string(name);
+                }
+                incoming
+                    .unread
+                    .iter_mut()
+                    .for_each(|what| secrets.string(what));
+            }
+            Event::Reply { text, .. } => secrets.string(text),
+            Event::Question {
+                prompt,
+                arguments,
+                answer,
+                ..
+            } => {
+                secrets.string(prompt);
+                secrets.value(arguments);
+                if let Some(Answer::Edit(edited)) = answer {
+                    secrets.value(edited);
+                }
+            }
+        }
+        self
     }
 }
 
@@ -191,6 +263,22 @@ fn fits(recorded: &str, now: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
+/// [`fits`] for JSON: the same shape, strings fitting.
+fn fits_value(recorded: &Value, now: &Value) -> bool {
+    match (recorded, now) {
+        (Value::String(a), Value::String(b)) => fits(a, b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| fits_value(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, a)| b.get(key).is_some_and(|b| fits_value(a, b)))
+        }
+        (a, b) => a == b,
+    }
+}
+
 /// A text in quotes, cut at 120 characters.
 fn quoted(text: &str) -> String {
     match text.char_indices().nth(120) {
@@ -206,10 +294,17 @@ fn quoted(text: &str) -> String {
 /// conversation — on Telegram, Discord or a platform of your own — as a
 /// regression test.
 ///
-/// Pair it with a [`Cassette`](super::Cassette) in front of the model, so
-/// the replay needs no server either. The file is rewritten after each
-/// event (a recording is a test's length, not a bot's life); masked
-/// secrets ([`redact`](Self::redact)) never reach it.
+/// Pair it with a [`Cassette`](super::Cassette) in front of the model (at
+/// [`model_path`](Self::model_path)), so the replay needs no server
+/// either, and keep the agent's conversations in memory while recording
+/// (the default history), so each chat starts afresh as the replay's will.
+/// Give the agent's confirmations to the recorder, and its later
+/// messages and schedules to the platform's own channel: a replay runs no
+/// schedule. The file is rewritten after each event (a recording is a
+/// test's length, not a bot's life). A platform's reply targets (a Discord
+/// interaction's token) are kept as stand-ins; other secrets are masked
+/// with [`redact`](Self::redact). The recorder's `send` posts piece by
+/// piece through the inner channel's `post`.
 ///
 /// # Examples
 /// ```no_run
@@ -246,6 +341,8 @@ struct Log {
 struct Recording {
     file: File,
     secrets: Secrets,
+    /// Each reply target the platform gave, with its chat.
+    targets: HashMap<String, String>,
 }
 
 impl fmt::Debug for SessionRecorder {
@@ -268,10 +365,7 @@ impl SessionRecorder {
             ferrobot_session: VERSION,
             recorded_at,
             limit,
-            length: match length {
-                Length::Utf16 => Counted::Utf16,
-                _ => Counted::Chars,
-            },
+            length: length.into(),
             events: Vec::new(),
         };
         Self {
@@ -281,14 +375,16 @@ impl SessionRecorder {
                 state: Mutex::new(Recording {
                     file,
                     secrets: Secrets::default(),
+                    targets: HashMap::new(),
                 }),
             }),
         }
     }
 
     /// Masks `secret` as `[redacted]` wherever it appears in what is
-    /// recorded (a token a user pasted, a name). On replay, a masked part
-    /// of a reply matches any text.
+    /// recorded (a token a user pasted, a name); mask it in the model's
+    /// [`Cassette`](super::Cassette) too. On replay, a masked part of a
+    /// reply or a question matches any text.
     #[must_use]
     pub fn redact(self, secret: impl Into<String>) -> Self {
         self.log.lock().secrets.add(secret.into());
@@ -320,18 +416,56 @@ impl Log {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds `event`, its secrets masked, and writes the file.
-    fn keep(&self, event: Event) {
+    /// Adds `event`, its secrets masked, and writes the file; returns its
+    /// place in the file.
+    fn keep(&self, event: Event) -> usize {
         let mut recording = self.lock();
-        let event = match serde_json::to_value(&event) {
-            Ok(mut value) if !recording.secrets.is_empty() => {
-                recording.secrets.value(&mut value);
-                serde_json::from_value(value).unwrap_or(event)
-            }
-            _ => event,
-        };
+        let event = event.masked(&recording.secrets);
         recording.file.events.push(event);
-        if let Err(error) = write_file(&self.path, &recording.file) {
+        Self::write(&self.path, &recording.file);
+        recording.file.events.len() - 1
+    }
+
+    /// A message that reached the bot: its reply target remembered, and
+    /// kept as a stand-in.
+    fn message(&self, incoming: &Incoming) {
+        let mut kept = incoming.clone();
+        if let Some(target) = &incoming.reply_to {
+            let mut recording = self.lock();
+            let stand_in = format!("reply-{}", recording.targets.len() + 1);
+            recording
+                .targets
+                .insert(target.clone(), incoming.conversation.clone());
+            kept.reply_to = Some(stand_in);
+        }
+        self.keep(Event::Message(kept));
+    }
+
+    /// The chat a reply to `target` goes to.
+    fn chat(&self, target: &str) -> String {
+        self.lock()
+            .targets
+            .get(target)
+            .cloned()
+            .unwrap_or_else(|| target.to_owned())
+    }
+
+    /// The answer to the question kept at `at`.
+    fn answered(&self, at: usize, answer: Answer) {
+        let mut recording = self.lock();
+        let secrets = recording.secrets.clone();
+        if let Some(Event::Question { answer: kept, .. }) = recording.file.events.get_mut(at) {
+            let mut answer = answer;
+            if let Answer::Edit(edited) = &mut answer {
+                secrets.value(edited);
+            }
+            *kept = Some(answer);
+        }
+        Self::write(&self.path, &recording.file);
+    }
+
+    fn write(path: &Path, file: &File) {
+        if let Err(error) = write_file(path, file) {
             tracing::warn!(%error, "the session recording could not be written");
         }
     }
@@ -340,9 +474,7 @@ impl Log {
 impl Channel for SessionRecorder {
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         let log = Arc::clone(&self.log);
-        let handler = handler.tapped(Arc::new(move |incoming| {
-            log.keep(Event::Message(incoming.clone()))
-        }));
+        let handler = handler.tapped(Arc::new(move |incoming| log.message(incoming)));
         self.inner.start(handler)
     }
 
@@ -356,14 +488,14 @@ impl Channel for SessionRecorder {
 
     fn post<'a>(
         &'a self,
-        conversation: &'a str,
+        target: &'a str,
         text: &'a str,
         done: bool,
     ) -> BoxFuture<'a, Result<String, ChannelError>> {
         Box::pin(async move {
-            let id = self.inner.post(conversation, text, done).await?;
+            let id = self.inner.post(target, text, done).await?;
             if done {
-                self.log.keep(reply(conversation, text));
+                self.log.keep(reply(self.log.chat(target), text));
             }
             Ok(id)
         })
@@ -371,15 +503,15 @@ impl Channel for SessionRecorder {
 
     fn edit<'a>(
         &'a self,
-        conversation: &'a str,
+        target: &'a str,
         message: &'a str,
         text: &'a str,
         done: bool,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
-            self.inner.edit(conversation, message, text, done).await?;
+            self.inner.edit(target, message, text, done).await?;
             if done {
-                self.log.keep(reply(conversation, text));
+                self.log.keep(reply(self.log.chat(target), text));
             }
             Ok(())
         })
@@ -393,43 +525,29 @@ impl Channel for SessionRecorder {
         self.inner.typing(conversation)
     }
 
-    fn send<'a>(
-        &'a self,
-        conversation: &'a str,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            self.inner.send(conversation, text).await?;
-            // As the replay's `send` posts it: in pieces of the limit.
-            let (limit, length) = self.inner.limit();
-            for piece in split_message(text, limit, length) {
-                self.log.keep(reply(conversation, &piece));
-            }
-            Ok(())
-        })
-    }
-
     fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
         let (inner, log) = (Arc::clone(&self.inner), Arc::clone(&self.log));
         Box::pin(async move {
-            let decision = inner.confirm(request.clone()).await;
-            log.keep(question(&request, Answer::from(&decision)));
+            // Kept when asked: a message typed while it waits comes after it.
+            let at = log.keep(question(&request, None));
+            let decision = inner.confirm(request).await;
+            log.answered(at, Answer::from(&decision));
             decision
         })
     }
 }
 
-fn reply(to: &str, text: &str) -> Event {
+fn reply(chat: String, text: &str) -> Event {
     Event::Reply {
-        to: to.to_owned(),
+        chat,
         text: text.to_owned(),
     }
 }
 
-fn question(request: &ConfirmRequest, answer: Answer) -> Event {
+fn question(request: &ConfirmRequest, answer: Option<Answer>) -> Event {
     Event::Question {
         // The chat, not the conversation: `/new` names those by the time.
-        to: chat_of(&request.conversation).to_owned(),
+        chat: chat_of(&request.conversation).to_owned(),
         tool: request.tool.clone(),
         prompt: request.prompt.clone(),
         arguments: request.arguments.clone(),
@@ -465,13 +583,17 @@ pub enum SessionError {
 /// the messages reach the bot again in order, confirmation questions are
 /// answered as they were, and what the bot shows is compared with the
 /// recording, chat by chat. The bot's drafts and timing are not compared,
-/// only the finished messages, each piece of a long reply on its own.
+/// only the finished messages, each piece of a long reply on its own. The
+/// agent's tools really run, with the recorded approvals.
 ///
-/// Each message reaches the bot once it has shown what it had shown by
-/// then in the recording (or its chat's turns have ended), so a message
-/// sent while a turn ran arrives while one runs; a message that raced a
-/// turn (`/stop`) may land otherwise. Messages the bot sends on its own
-/// (scheduled prompts, later messages) are compared too: leave their
+/// Each message reaches the bot once its chat has shown what it had shown
+/// by then in the recording (or its turns have ended), so a message sent
+/// while a turn ran arrives while one runs; a message that raced a turn
+/// (`/stop`) may land otherwise. A question is answered by the first
+/// recorded one of its chat that asks the same (tool, prompt, arguments);
+/// one the recording never answered is left waiting, and a bot that shows
+/// nothing for 30 s has its turns stopped. Messages the bot sends on its
+/// own (scheduled prompts, later messages) are compared too: leave their
 /// schedules out of a replay's agent.
 ///
 /// # Examples
@@ -504,11 +626,13 @@ struct Replaying {
     /// The recorded messages, each with how many of the bot's own events
     /// its chat had seen when it came.
     messages: Vec<(Incoming, usize)>,
+    /// The recorded stand-ins for reply targets, with their chats.
+    targets: HashMap<String, String>,
     limit: (usize, Length),
     /// What the bot showed, in order.
     shown: Mutex<Vec<Event>>,
-    /// The recorded answers still to give, by chat.
-    answers: Mutex<HashMap<String, VecDeque<Answer>>>,
+    /// The recorded questions not yet asked again.
+    questions: Mutex<Vec<Event>>,
     /// Wakes the replay when the bot showed something or a turn ended.
     changed: Arc<Notify>,
     next_id: AtomicU64,
@@ -542,15 +666,20 @@ impl Session {
         }
         let channel = Arc::new(Replaying {
             messages: messages(&file.events),
-            limit: (
-                file.limit,
-                match file.length {
-                    Counted::Chars => Length::Chars,
-                    Counted::Utf16 => Length::Utf16,
-                },
-            ),
+            targets: file
+                .events
+                .iter()
+                .filter_map(|event| match event {
+                    Event::Message(incoming) => incoming
+                        .reply_to
+                        .clone()
+                        .map(|target| (target, incoming.conversation.clone())),
+                    _ => None,
+                })
+                .collect(),
+            limit: (file.limit, file.length.into()),
             shown: Mutex::default(),
-            answers: Mutex::default(),
+            questions: Mutex::default(),
             changed: Arc::default(),
             next_id: AtomicU64::new(1),
         });
@@ -628,61 +757,100 @@ impl Replaying {
         self.changed.notify_waiters();
     }
 
-    /// Ready for a replay: nothing shown, the recorded answers to give.
+    /// Ready for a replay: nothing shown, the recorded questions to answer.
     fn reset(&self, events: &[Event]) {
         self.shown().clear();
-        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        answers.clear();
-        for event in events {
-            if let Event::Question { to, answer, .. } = event {
-                answers
-                    .entry(to.clone())
-                    .or_default()
-                    .push_back(answer.clone());
+        let mut questions = self.questions.lock().unwrap_or_else(|e| e.into_inner());
+        *questions = events
+            .iter()
+            .filter(|event| matches!(event, Event::Question { .. }))
+            .cloned()
+            .collect();
+    }
+
+    /// How many of the bot's own events (not messages) `chat` has seen.
+    fn shown_in(&self, chat: &str) -> usize {
+        self.shown()
+            .iter()
+            .filter(|e| !matches!(e, Event::Message(_)) && e.place() == chat)
+            .count()
+    }
+
+    /// The chat a reply to `target` goes to.
+    fn chat<'a>(&'a self, target: &'a str) -> &'a str {
+        self.targets.get(target).map_or(target, String::as_str)
+    }
+
+    /// Waits until `done` holds, re-checked whenever the bot shows
+    /// something or a turn ends; false when nothing happened for [`IDLE`].
+    async fn wait_until(&self, done: impl Fn() -> bool) -> bool {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if done() {
+                return true;
+            }
+            if tokio::time::timeout(IDLE, changed).await.is_err() {
+                return false;
             }
         }
     }
+}
 
-    /// How many of the bot's own events (not messages) `place` has seen.
-    fn shown_in(&self, place: &str) -> usize {
-        self.shown()
-            .iter()
-            .filter(|e| !matches!(e, Event::Message(_)) && e.place() == place)
-            .count()
-    }
+/// A chat's turns in a replay: how many were started, how many ended.
+#[derive(Default)]
+struct Turns {
+    started: usize,
+    ended: Arc<AtomicUsize>,
 }
 
 impl Channel for Replaying {
     fn start(&self, handler: Handler) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
-            let mut turns = JoinSet::new();
-            let mut running: HashMap<&str, Vec<AbortHandle>> = HashMap::new();
+            let mut running = JoinSet::new();
+            let mut turns: HashMap<&str, Turns> = HashMap::new();
             for (incoming, shown_before) in &self.messages {
-                let place = Event::place_of(incoming);
-                // As in the recording: after what the bot had shown by
-                // then, or once its chat's turns ended.
-                loop {
-                    let changed = self.changed.notified();
-                    tokio::pin!(changed);
-                    changed.as_mut().enable();
-                    let idle = running
-                        .get(place)
-                        .is_none_or(|turns| turns.iter().all(AbortHandle::is_finished));
-                    if idle || self.shown_in(place) >= *shown_before {
-                        break;
-                    }
-                    changed.await;
+                let chat = incoming.conversation.as_str();
+                // As in the recording: once the chat showed what it had by
+                // then, or its turns ended.
+                let chat_turns = turns.entry(chat).or_default();
+                let (started, ended) = (chat_turns.started, Arc::clone(&chat_turns.ended));
+                let ready = || {
+                    ended.load(Ordering::Acquire) == started || self.shown_in(chat) >= *shown_before
+                };
+                if !self.wait_until(ready).await {
+                    tracing::warn!(%chat, "the replayed bot showed nothing for {} s; sending the next message anyway", IDLE.as_secs());
                 }
                 self.show(Event::Message(incoming.clone()));
-                let (handler, incoming) = (handler.clone(), incoming.clone());
+                // Admitted in order; answered concurrently, as they came.
+                let turn = handler.admit(incoming.clone()).await;
                 let changed = Arc::clone(&self.changed);
-                let turn = turns.spawn(async move {
-                    handler.answer(incoming).await;
+                running.spawn(async move {
+                    turn.await;
+                    ended.fetch_add(1, Ordering::AcqRel);
                     changed.notify_waiters();
                 });
-                running.entry(place).or_default().push(turn);
+                chat_turns.started += 1;
             }
-            while turns.join_next().await.is_some() {}
+            let total: usize = turns.values().map(|t| t.started).sum();
+            let ended: Vec<Arc<AtomicUsize>> =
+                turns.values().map(|t| Arc::clone(&t.ended)).collect();
+            let all_ended = || {
+                ended
+                    .iter()
+                    .map(|e| e.load(Ordering::Acquire))
+                    .sum::<usize>()
+                    == total
+            };
+            if !self.wait_until(all_ended).await {
+                tracing::warn!(
+                    "the replayed bot showed nothing for {} s; stopping its turns",
+                    IDLE.as_secs()
+                );
+                running.abort_all();
+            }
+            while running.join_next().await.is_some() {}
             Ok(())
         })
     }
@@ -693,12 +861,12 @@ impl Channel for Replaying {
 
     fn post<'a>(
         &'a self,
-        conversation: &'a str,
+        target: &'a str,
         text: &'a str,
         done: bool,
     ) -> BoxFuture<'a, Result<String, ChannelError>> {
         if done {
-            self.show(reply(conversation, text));
+            self.show(reply(self.chat(target).to_owned(), text));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
         Box::pin(async move { Ok(id) })
@@ -706,29 +874,55 @@ impl Channel for Replaying {
 
     fn edit<'a>(
         &'a self,
-        conversation: &'a str,
+        target: &'a str,
         _message: &'a str,
         text: &'a str,
         done: bool,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         if done {
-            self.show(reply(conversation, text));
+            self.show(reply(self.chat(target).to_owned(), text));
         }
         Box::pin(async { Ok(()) })
     }
 
     fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision> {
-        let chat = chat_of(&request.conversation);
-        let answer = self
-            .answers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(chat)
-            .and_then(VecDeque::pop_front)
+        let asked = question(&request, None);
+        let recorded = {
+            let mut questions = self.questions.lock().unwrap_or_else(|e| e.into_inner());
+            questions
+                .iter()
+                .position(|recorded| recorded.asks(&asked))
+                .map(|at| questions.remove(at))
+        };
+        let answer = match recorded {
+            Some(Event::Question { answer, .. }) => answer,
             // Not asked in the recording: declined, and the report says so.
-            .unwrap_or(Answer::Deny(None));
-        self.show(question(&request, answer.clone()));
-        Box::pin(async move { Decision::from(answer) })
+            _ => Some(Answer::Deny(None)),
+        };
+        let Event::Question {
+            chat,
+            tool,
+            prompt,
+            arguments,
+            ..
+        } = asked
+        else {
+            unreachable!("`question` makes a question");
+        };
+        self.show(Event::Question {
+            chat,
+            tool,
+            prompt,
+            arguments,
+            answer: answer.clone(),
+        });
+        Box::pin(async move {
+            match answer {
+                Some(answer) => Decision::from(answer),
+                // Never answered in the recording: its turn was stopped.
+                None => std::future::pending().await,
+            }
+        })
     }
 }
 
@@ -740,7 +934,10 @@ fn messages(events: &[Event]) -> Vec<(Incoming, usize)> {
     for event in events {
         match event {
             Event::Message(incoming) => {
-                let before = seen.get(Event::place_of(incoming)).copied().unwrap_or(0);
+                let before = seen
+                    .get(incoming.conversation.as_str())
+                    .copied()
+                    .unwrap_or(0);
                 messages.push((incoming.clone(), before));
             }
             other => *seen.entry(other.place()).or_default() += 1,
@@ -840,15 +1037,15 @@ mod tests {
         let message = |chat: &str, text: &str| Event::Message(Incoming::new(chat, "u", text));
         let recorded = vec![
             message("a", "hi"),
-            reply("a", "Hello!"),
+            reply("a".into(), "Hello!"),
             message("b", "disk?"),
-            reply("b", "12 GB free."),
+            reply("b".into(), "12 GB free."),
             message("b", "and now?"),
-            reply("b", "11 GB free."),
+            reply("b".into(), "11 GB free."),
         ];
         let mut now = recorded.clone();
-        now[5] = reply("b", "10 GB free.");
-        now.push(reply("a", "Bye."));
+        now[5] = reply("b".into(), "10 GB free.");
+        now.push(reply("a".into(), "Bye."));
         let found = differences(&recorded, &now);
         assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(

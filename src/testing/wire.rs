@@ -303,8 +303,9 @@ impl Replay for WireCassette {
         });
         let mut body = body_value(request.body);
         self.0.settings.secrets.value(&mut body);
+        let path = self.0.settings.secrets.text(path_of(request.url));
         let now = serde_json::json!({
-            "method": request.method, "path": path_of(request.url), "body": body,
+            "method": request.method, "path": path, "body": body,
         });
         let ignored: Vec<String> = self
             .0

@@ -313,3 +313,47 @@ async fn a_missing_or_foreign_file_says_what_to_do() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_reply_target_holding_a_token_is_kept_as_a_stand_in() {
+    let dir = TempDir::new("session-targets");
+    let room = Arc::new(Room {
+        said: vec![
+            Incoming::new("chat-9", "ann", "/help").reply_to("interaction:1:SECRET-TOKEN"),
+            Incoming::new("chat-9", "ann", "hi"),
+        ],
+        ..Room::default()
+    });
+    let recorder: Arc<dyn Channel> = Arc::new(SessionRecorder::new(
+        dir.file("targets.json"),
+        room.clone() as Arc<dyn Channel>,
+    ));
+    let cassette = Cassette::new(
+        dir.file("targets.model.json"),
+        MockProvider::replying("Hi!"),
+    )
+    .mode(Mode::RecordAll);
+    serve(
+        agent(cassette, ChannelConfirm(recorder.clone()), None),
+        recorder,
+    )
+    .await
+    .unwrap();
+    // The platform got the real target; the file holds a stand-in.
+    let shown = room.finished.lock().unwrap().clone();
+    assert_eq!(shown[0].0, "interaction:1:SECRET-TOKEN");
+    let text = read(&dir.file("targets.json"));
+    assert!(!text.contains("SECRET-TOKEN"), "{text}");
+    let file: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(file["events"][0]["message"]["reply_to"], "reply-1");
+    assert_eq!(file["events"][1]["reply"]["chat"], "chat-9");
+
+    let session = Session::open(dir.file("targets.json")).unwrap();
+    let at = session.recorded_at();
+    let replayed = agent(
+        Cassette::replay(session.model_path()),
+        session.confirm(),
+        Some(at),
+    );
+    session.replay(replayed).await.unwrap();
+}

@@ -23,8 +23,8 @@ use crate::{LoadedConfig, ToolState, watch_tools_file};
 pub(crate) enum Stage {
     /// The config's server and store.
     Live,
-    /// The config's server and store, every model call recorded into the
-    /// cassette `model` (a bot recording its session).
+    /// The config's server, every model call recorded into the cassette
+    /// `model`, conversations in memory (a bot recording its session).
     Record { model: PathBuf },
     /// The cassette `model` replayed, conversations in memory, the clock
     /// stopped at `at` (a session replayed).
@@ -104,10 +104,11 @@ impl LoadedConfig {
         notifier: impl Notifier,
         stage: Stage,
     ) -> Result<Agent, ferrobot::BoxError> {
-        // A replay keeps its conversations in memory, never in the bot's store.
+        // A recording and its replay keep their conversations in memory:
+        // each chat starts afresh in both, and the bot's store is untouched.
         let history = match &stage {
-            Stage::Replay { .. } => None,
-            _ => Some(self.open_history().await?),
+            Stage::Live => Some(self.open_history().await?),
+            Stage::Record { .. } | Stage::Replay { .. } => None,
         };
         let (provider, clock): (Arc<dyn Provider>, _) = match stage {
             Stage::Live => (self.provider()?, None),
@@ -244,6 +245,12 @@ impl LoadedConfig {
     /// ([`system_report`](ferrobot::tools::system_report)), and the
     /// process's runtime file and control panel ([`Panel`](crate::panel::Panel)).
     ///
+    /// With [`FERROBOT_SESSION`](crate::session::SESSION_VAR) naming a file,
+    /// the conversation is recorded as a test
+    /// ([`replay_session`](Self::replay_session) replays it): the chats
+    /// through a [`SessionRecorder`], every model call into the cassette
+    /// beside it, the conversations kept in memory.
+    ///
     /// # Errors
     /// When another bot serves from the same history file, the agent can't
     /// be built (the message names the file) or the channel stops with an
@@ -265,6 +272,10 @@ impl LoadedConfig {
                 )?),
             };
         // `FERROBOT_SESSION=FILE`: the conversation recorded as a test.
+        // What the bot sends on its own (later messages, schedules, the
+        // start-up notice) goes to the platform unrecorded: a replay runs
+        // none of it.
+        let platform = Arc::clone(&channel);
         let (channel, stage) = match crate::session::to_record() {
             Some(path) => {
                 let recorder = SessionRecorder::new(&path, channel);
@@ -280,7 +291,7 @@ impl LoadedConfig {
         let agent = self
             .agent_for(
                 ChannelConfirm(Arc::clone(&channel)),
-                ChannelNotifier(Arc::clone(&channel)),
+                ChannelNotifier(Arc::clone(&platform)),
                 stage,
             )
             .await
@@ -296,14 +307,14 @@ impl LoadedConfig {
             })?;
         let _schedule = self.add_schedule_tools(&agent).map(|scheduler| {
             AbortOnDropHandle::new(tokio::spawn(
-                scheduler.run(agent.clone(), ChannelNotifier(Arc::clone(&channel))),
+                scheduler.run(agent.clone(), ChannelNotifier(Arc::clone(&platform))),
             ))
         });
         let _state = AbortOnDropHandle::new(ToolState::watch(self.tool_state_path(), &agent));
         let _tools = AbortOnDropHandle::new(watch_tools_file(self.tools_file_path(), &agent));
         let _panel = crate::panel::Panel::start(self, &agent).await;
         let _notice = notice_to.map(|notice_to| {
-            let channel = Arc::clone(&channel);
+            let channel = Arc::clone(&platform);
             AbortOnDropHandle::new(tokio::spawn(async move {
                 let Some(to) = notice_to.await else { return };
                 let report = ferrobot::tools::system_report().await;

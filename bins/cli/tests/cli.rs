@@ -1869,7 +1869,7 @@ fn session(reply: &str) -> String {
         "length": "utf16",
         "events": [
             {"message": {"conversation": "111", "user": "111", "text": "hi"}},
-            {"reply": {"to": "111", "text": reply}},
+            {"reply": {"chat": "111", "text": reply}},
         ],
     })
     .to_string()

@@ -80,7 +80,7 @@ async fn a_recorded_telegram_conversation_replays_and_names_what_changed() {
                 ("FERROBOT_TELEGRAM__TOKEN", TOKEN.into()),
                 ("FERROBOT_TELEGRAM__API_URL", server.uri()),
                 ("FERROBOT_TELEGRAM__ALLOWED_USER_IDS", format!("[{ANN}]")),
-                ("FERROBOT_TELEGRAM__STARTUP_NOTICE", "false".into()),
+                // The start-up notice goes out, unrecorded: a replay sends none.
                 ("FERROBOT_TELEGRAM__EDIT_INTERVAL_MS", "50".into()),
                 (
                     "FERROBOT_SESSION",
@@ -90,6 +90,12 @@ async fn a_recorded_telegram_conversation_replays_and_names_what_changed() {
         )
         .spawn()
         .unwrap();
+    api.wait_for("SendMessage", |c| {
+        c["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("ferrobot is online"))
+    })
+    .await;
     api.text(ANN, ANN as i64, "how long have you been up?");
     api.wait_for_reply(0, |c| c["text"] == r"Up for a while\.")
         .await;
@@ -104,6 +110,7 @@ async fn a_recorded_telegram_conversation_replays_and_names_what_changed() {
         "the text before Telegram's escaping: {session}"
     );
     assert!(!session.contains(TOKEN), "{session}");
+    assert!(!session.contains("ferrobot is online"), "{session}");
     assert!(home.path().join("session.model.json").is_file());
 
     // Offline: the model server is gone.
