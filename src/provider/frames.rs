@@ -87,6 +87,9 @@ pub(crate) struct Frames<S, D> {
     buf: Vec<u8>,
     event_start: usize,
     scan: usize,
+    /// `buf[scan..unended]` holds no line end: a long line arriving in
+    /// many pieces is searched once, not once a piece.
+    unended: usize,
     /// The `data` lines of the current event, as ranges of `buf` relative
     /// to `event_start`.
     data: Vec<(usize, usize)>,
@@ -118,6 +121,7 @@ impl<S, D: Decode> Frames<S, D> {
             buf: Vec::new(),
             event_start: 0,
             scan: 0,
+            unended: 0,
             data: Vec::new(),
             body_done: false,
             decoder,
@@ -131,13 +135,23 @@ impl<S, D: Decode> Frames<S, D> {
         }
     }
 
-    /// Decodes the complete frames in the buffer.
+    /// Decodes the complete frames in the buffer, once a line has ended.
     fn parse(&mut self) -> Result<(), ProviderError> {
-        match self.framing {
-            Framing::Sse => self.parse_sse(),
-            Framing::Lines => self.parse_lines(),
-            Framing::Whole => Ok(()),
-        }
+        let parsed = match self.framing {
+            Framing::Sse if self.line_ended(|b| b == b'\n' || b == b'\r') => self.parse_sse(),
+            Framing::Lines if self.line_ended(|b| b == b'\n') => self.parse_lines(),
+            _ => Ok(()),
+        };
+        // What is left after `scan` is an unended line; a lone `\r` at the
+        // end may yet become `\r\n`, so it is looked at again.
+        self.unended = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
+        parsed
+    }
+
+    /// Whether the bytes not yet searched hold a line end.
+    fn line_ended(&self, is_end: impl Fn(u8) -> bool) -> bool {
+        let from = self.unended.max(self.scan).min(self.buf.len());
+        self.buf[from..].iter().any(|&b| is_end(b))
     }
 
     /// Decodes what is left once the body ended, then ends the decoder.

@@ -99,6 +99,14 @@ mod wire_cassette;
 // The conformance check: the real llama.cpp server, and scripted faults.
 #[cfg(all(feature = "conformance", feature = "openai"))]
 mod conformance_check;
+// Nothing quadratic in the stream decoders, checked by ratio.
+#[cfg(all(
+    feature = "cassette",
+    feature = "openai",
+    feature = "anthropic",
+    feature = "ollama"
+))]
+mod scaling;
 // Bot sessions recorded at the `Channel` trait and replayed, the model in a
 // cassette: questions answered as recorded, differences named, the clock.
 #[cfg(all(feature = "cassette", feature = "bot", feature = "sqlite"))]
