@@ -54,5 +54,8 @@ for expected in "$corpus"/0[1-6]*/*/expected.json; do
 done
 { printf '\x00'; printf 'Here:\n```rust\n'; for _ in $(seq 20); do printf 'let x = 1;\n'; done; printf '```\nDone. 🦀\n'; } >"$out/split_message/fenced"
 
+# A fence whose language is 16 emoji at the shortest limit (a panic once).
+{ printf '\x00```'; for _ in $(seq 16); do printf '🦀'; done; printf '\n'; for _ in $(seq 60); do printf 'x '; done; printf '\n```\n'; } >"$out/split_message/emoji-fence"
+
 # recordings: the committed cassette.
 cp "$here/../examples/cassettes/weather.json" "$out/recordings/weather.json"

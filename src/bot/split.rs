@@ -201,16 +201,22 @@ fn fence_after(mut open: Option<String>, piece: &str, starts_line: bool) -> Opti
             Some(_) => None,
             // A backtick in the info string makes it inline code, not a fence.
             None if info.contains('`') => None,
-            // Reopened with the language only, so the fence always fits.
-            None => Some(format!(
-                "{FENCE}{}",
-                info.split_whitespace()
+            // Reopened with the language only, at most 16 UTF-16 units
+            // (so 16 characters too), so the fence always fits.
+            None => {
+                let mut units = 0;
+                let language: String = info
+                    .split_whitespace()
                     .next()
                     .unwrap_or_default()
                     .chars()
-                    .take(16)
-                    .collect::<String>()
-            )),
+                    .take_while(|c| {
+                        units += c.len_utf16();
+                        units <= 16
+                    })
+                    .collect();
+                Some(format!("{FENCE}{language}"))
+            }
         };
     }
     open
@@ -230,6 +236,18 @@ mod tests {
         let inline = format!("```{}```\n{}", "y".repeat(100), "z ".repeat(50));
         for piece in split_message(&inline, 40, Length::Chars) {
             assert!(piece.chars().count() <= 40, "{piece}");
+        }
+    }
+
+    #[test]
+    fn a_language_of_emoji_reopens_within_the_shortest_limit() {
+        // 16 emoji are 32 UTF-16 units: reopened whole, the fence alone
+        // would not fit a 32-unit message.
+        let text = format!("```{}\n{}\n```", "🦀".repeat(16), "x ".repeat(100));
+        for limit in 32..40 {
+            for piece in split_message(&text, limit, Length::Utf16) {
+                assert!(piece.encode_utf16().count() <= limit, "{limit}: {piece}");
+            }
         }
     }
 
