@@ -99,6 +99,9 @@ mod wire_cassette;
 // The conformance check: the real llama.cpp server, and scripted faults.
 #[cfg(all(feature = "conformance", feature = "openai"))]
 mod conformance_check;
+// Fault-matrix rows over a raw socket, asserted at the agent.
+#[cfg(feature = "openai")]
+mod faults;
 // Nothing quadratic in the stream decoders, checked by ratio.
 #[cfg(all(
     feature = "cassette",
