@@ -205,6 +205,19 @@ fn decide(
     }
     match &call.arguments {
         Value::Object(_) => {}
+        arguments @ Value::String(_)
+            if let Some(bytes) = crate::provider::assemble::dropped_arguments(arguments) =>
+        {
+            return Decided::Reject(
+                ToolOutcome::InvalidArguments,
+                format!(
+                    "Not run: the arguments of `{}` were {bytes} bytes, more than the {} a call may carry, \
+                     and were not read. Call it again with less: a path or a name rather than the content.",
+                    call.name, "1 MiB"
+                ),
+                None,
+            );
+        }
         Value::String(raw) => {
             let why = serde_json::from_str::<Value>(raw)
                 .err()

@@ -8,12 +8,31 @@ use serde_json::Value;
 use super::{FinishReason, StreamEvent, ToolCallDelta};
 use crate::message::{Message, Part, Reasoning, Role, ToolCall, Usage};
 
+/// The most argument text one tool call may carry (1 MiB). Past it the
+/// text is dropped as it streams, not kept or parsed, and the agent refuses
+/// the call telling the model why: a runaway model can't fill the memory
+/// or the history with one call.
+pub const MAX_TOOL_ARGUMENTS: usize = 1024 * 1024;
+
+/// How an oversized call's arguments read once dropped: in the history and
+/// in what is sent back to the model.
+const DROPPED: (&str, &str) = (
+    "[arguments of ",
+    " bytes dropped: over the 1 MiB a call may carry]",
+);
+
+/// The size of the arguments dropped from a call, if they were.
+pub(crate) fn dropped_arguments(arguments: &Value) -> Option<&str> {
+    let text = arguments.as_str()?;
+    text.strip_prefix(DROPPED.0)?.strip_suffix(DROPPED.1)
+}
+
 /// Builds the assistant [`Message`] of one model call from its [`StreamEvent`]s.
 ///
 /// Text, reasoning and refusal deltas extend the part of their kind that was
 /// written last, so parts keep the order the model wrote them in. Tool-call
 /// fragments are grouped by index; the first non-empty id and name win and
-/// argument pieces are concatenated. A call that arrives without an id gets a
+/// argument pieces are concatenated, up to [`MAX_TOOL_ARGUMENTS`] a call. A call that arrives without an id gets a
 /// generated one, fixed from then on, so the result sent back matches it.
 ///
 /// # Examples
@@ -41,6 +60,9 @@ struct PendingCall {
     id: String,
     name: String,
     arguments: String,
+    /// The argument text's whole size once it passed [`MAX_TOOL_ARGUMENTS`]
+    /// and was dropped; 0 while it is kept.
+    dropped: usize,
 }
 
 /// What one model call produced.
@@ -96,7 +118,11 @@ impl Assembler {
                     call.id
                 },
                 name: call.name,
-                arguments: parse_arguments(call.arguments),
+                arguments: if call.dropped > 0 {
+                    Value::String(format!("{}{}{}", DROPPED.0, call.dropped, DROPPED.1))
+                } else {
+                    parse_arguments(call.arguments)
+                },
             })
         }));
         Assembled {
@@ -165,7 +191,14 @@ impl Assembler {
         {
             call.name = name.to_owned();
         }
-        call.arguments.push_str(&delta.arguments);
+        if call.dropped > 0 {
+            call.dropped += delta.arguments.len();
+        } else if call.arguments.len() + delta.arguments.len() > MAX_TOOL_ARGUMENTS {
+            call.dropped = call.arguments.len() + delta.arguments.len();
+            call.arguments = String::new();
+        } else {
+            call.arguments.push_str(&delta.arguments);
+        }
     }
 }
 

@@ -74,7 +74,7 @@ use tokio_util::sync::CancellationToken;
 #[cfg(feature = "anthropic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::Anthropic;
-pub use assemble::{Assembled, Assembler};
+pub use assemble::{Assembled, Assembler, MAX_TOOL_ARGUMENTS};
 pub use error::ProviderError;
 #[cfg(feature = "gemini")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]

@@ -117,3 +117,50 @@ async fn a_reset_mid_stream_ends_the_turn_keeping_its_start_as_interrupted() {
     assert!(message.contains("slash commands still work"), "{message}");
     assert_eq!(kept, question_and_interrupted_start());
 }
+
+#[tokio::test]
+async fn arguments_over_the_cap_are_dropped_and_the_call_refused_with_why() {
+    use ferrobot::agent::ToolOutcome;
+    use ferrobot::provider::MAX_TOOL_ARGUMENTS;
+    use ferrobot::testing::{MockProvider, MockTurn};
+    use ferrobot::tool::from_fn;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    // `{"text":"xxx…"}` of exactly `size` bytes.
+    let arguments = |size: usize| format!(r#"{{"text":"{}"}}"#, "x".repeat(size - 11));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&ran);
+    let echo = from_fn("echo", "Echo.", move |v: serde_json::Value, _ctx| {
+        counted.fetch_add(1, Ordering::Relaxed);
+        async move { v["text"].as_str().map_or(0, str::len) }
+    });
+    let mock = MockProvider::new()
+        .then(MockTurn::new().raw_tool_call("c1", "echo", arguments(MAX_TOOL_ARGUMENTS + 1)))
+        .then(MockTurn::new().text("Too long, then."))
+        .then(MockTurn::new().raw_tool_call("c2", "echo", arguments(MAX_TOOL_ARGUMENTS)))
+        .then(MockTurn::new().text("Done."));
+    let agent = Agent::builder().provider(mock.clone()).tool(echo).build();
+
+    let over = agent.handle("c", "echo a lot").await.unwrap();
+    assert_eq!(over.text, "Too long, then.");
+    assert_eq!(over.tool_calls[0].outcome, ToolOutcome::InvalidArguments);
+    assert_eq!(
+        over.tool_calls[0].content,
+        format!(
+            "Not run: the arguments of `echo` were {} bytes, more than the 1 MiB a call may carry, and were not read. Call it again with less: a path or a name rather than the content.",
+            MAX_TOOL_ARGUMENTS + 1
+        )
+    );
+    assert_eq!(ran.load(Ordering::Relaxed), 0, "the tool did not run");
+    // The history keeps the call's size, not its megabyte.
+    let kept = agent.history().load("c").await.unwrap();
+    let stored = serde_json::to_string(&kept).unwrap();
+    assert!(stored.len() < 10_000, "{} bytes stored", stored.len());
+
+    // Exactly at the cap, the call runs.
+    let at = agent.handle("c", "echo exactly that much").await.unwrap();
+    assert_eq!(at.text, "Done.");
+    assert_eq!(at.tool_calls[0].outcome, ToolOutcome::Ok);
+    assert_eq!(ran.load(Ordering::Relaxed), 1);
+}
