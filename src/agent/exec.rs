@@ -710,7 +710,8 @@ fn finished(
     output: ToolOutput,
     duration: Duration,
 ) -> (ToolResult, ToolCallRecord) {
-    let ToolOutput { text, images } = output;
+    let ToolOutput { mut text, images } = output;
+    cap(&mut text);
     let result = if outcome.is_ok() {
         ToolResult::ok(&call.id, text.clone())
     } else {
@@ -728,6 +729,24 @@ fn finished(
         approver: None,
     };
     (result, record)
+}
+
+/// Cuts a result longer than [`MAX_TOOL_RESULT`](crate::tool::MAX_TOOL_RESULT)
+/// at a character boundary, saying how long it was.
+fn cap(text: &mut String) {
+    let max = crate::tool::MAX_TOOL_RESULT;
+    if text.len() <= max {
+        return;
+    }
+    let whole = text.len();
+    let cut = (0..=max)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    text.truncate(cut);
+    text.push_str(&format!(
+        "\n[output cut: {whole} bytes in all, the first {cut} kept. Ask for less, or for a part.]"
+    ));
 }
 
 /// What the model reads when a tool panicked.

@@ -137,21 +137,17 @@ impl<S, D: Decode> Frames<S, D> {
 
     /// Decodes the complete frames in the buffer, once a line has ended.
     fn parse(&mut self) -> Result<(), ProviderError> {
+        let from = self.unended.max(self.scan).min(self.buf.len());
+        let new = &self.buf[from..];
         let parsed = match self.framing {
-            Framing::Sse if self.line_ended(|b| b == b'\n' || b == b'\r') => self.parse_sse(),
-            Framing::Lines if self.line_ended(|b| b == b'\n') => self.parse_lines(),
+            Framing::Sse if memchr::memchr2(b'\n', b'\r', new).is_some() => self.parse_sse(),
+            Framing::Lines if memchr::memchr(b'\n', new).is_some() => self.parse_lines(),
             _ => Ok(()),
         };
         // What is left after `scan` is an unended line; a lone `\r` at the
         // end may yet become `\r\n`, so it is looked at again.
         self.unended = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
         parsed
-    }
-
-    /// Whether the bytes not yet searched hold a line end.
-    fn line_ended(&self, is_end: impl Fn(u8) -> bool) -> bool {
-        let from = self.unended.max(self.scan).min(self.buf.len());
-        self.buf[from..].iter().any(|&b| is_end(b))
     }
 
     /// Decodes what is left once the body ended, then ends the decoder.

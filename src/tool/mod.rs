@@ -347,6 +347,12 @@ impl<E: std::error::Error> From<E> for ToolError {
     }
 }
 
+/// The most text one tool result gives the model (1 MiB): a longer one is
+/// cut there, at a character boundary, and says how long it was. A result
+/// that size is past most models' context windows already; a tool that
+/// means to return much should write a file and return its path.
+pub const MAX_TOOL_RESULT: usize = 1024 * 1024;
+
 /// What a tool gives the model: text, and images after it (a screenshot, a
 /// chart). Most tools return text alone: `"done".into()`.
 ///

@@ -164,3 +164,44 @@ async fn arguments_over_the_cap_are_dropped_and_the_call_refused_with_why() {
     assert_eq!(at.tool_calls[0].outcome, ToolOutcome::Ok);
     assert_eq!(ran.load(Ordering::Relaxed), 1);
 }
+
+#[tokio::test]
+async fn a_ten_megabyte_result_is_cut_at_the_cap_saying_how_long_it_was() {
+    use ferrobot::testing::{MockProvider, MockTurn};
+    use ferrobot::tool::{MAX_TOOL_RESULT, from_fn};
+    use serde_json::json;
+
+    let dump = from_fn("dump", "Dumps.", |v: serde_json::Value, _ctx| async move {
+        // Multi-byte characters, so the cut must find a boundary.
+        "é".repeat(v["chars"].as_u64().unwrap_or(0) as usize)
+    });
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("dump", json!({"chars": 5 * 1024 * 1024})))
+        .then(MockTurn::new().text("Cut."))
+        .then(MockTurn::new().tool_call("dump", json!({"chars": MAX_TOOL_RESULT / 2})))
+        .then(MockTurn::new().text("Whole."));
+    let agent = Agent::builder().provider(mock.clone()).tool(dump).build();
+
+    let cut = agent.handle("c", "dump 10 MB").await.unwrap();
+    let content = &cut.tool_calls[0].content;
+    let (kept, note) = content.rsplit_once('\n').unwrap();
+    assert_eq!(kept.len(), MAX_TOOL_RESULT);
+    assert_eq!(
+        note,
+        format!(
+            "[output cut: {} bytes in all, the first {MAX_TOOL_RESULT} kept. Ask for less, or for a part.]",
+            10 * 1024 * 1024
+        )
+    );
+    // The model was given the cut result, not the 10 MB.
+    let sent = serde_json::to_string(&mock.requests()[1].messages).unwrap();
+    assert!(
+        sent.len() < 2 * MAX_TOOL_RESULT,
+        "{} bytes sent",
+        sent.len()
+    );
+
+    // Exactly at the cap: whole.
+    let whole = agent.handle("c", "dump 1 MiB").await.unwrap();
+    assert_eq!(whole.tool_calls[0].content.len(), MAX_TOOL_RESULT);
+}
