@@ -571,6 +571,7 @@ fn sqlite_error(path: &Path, error: rusqlite::Error) -> HistoryError {
     match error.sqlite_error_code() {
         Some(ErrorCode::ReadOnly) => HistoryError::ReadOnly { path },
         Some(ErrorCode::DiskFull) => HistoryError::DiskFull { path },
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => HistoryError::Busy { path },
         Some(ErrorCode::NotADatabase) => HistoryError::NotOurs {
             path,
             why: "SQLite can't read it as a database".into(),
@@ -1376,6 +1377,54 @@ mod tests {
                 .contains("is full; nothing of this write was stored"),
             "{error}"
         );
+        assert_eq!(store.load("a").await.unwrap(), [Message::user("kept")]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_file_locked_by_another_connection_or_made_query_only_stores_nothing_and_says_why() {
+        let dir = std::env::temp_dir().join(format!("ferrobot-locked-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = SqliteHistory::open(dir.join("h.db")).await.unwrap();
+        store.append("a", &[Message::user("kept")]).await.unwrap();
+        // Not the 5 s the store waits: the test needn't.
+        store
+            .inner
+            .connection
+            .lock()
+            .unwrap()
+            .busy_timeout(std::time::Duration::from_millis(100))
+            .unwrap();
+        // Another program holding the file: a second connection's
+        // exclusive transaction.
+        let other = rusqlite::Connection::open(dir.join("h.db")).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let error = store
+            .append("a", &[Message::user("lost?")])
+            .await
+            .unwrap_err();
+        assert!(matches!(error, HistoryError::Busy { .. }), "{error:?}");
+        assert!(
+            error.to_string().contains("is locked by another program"),
+            "{error}"
+        );
+        other.execute_batch("ROLLBACK").unwrap();
+        drop(other);
+        assert_eq!(store.load("a").await.unwrap(), [Message::user("kept")]);
+
+        // SQLite's `query_only`: every write refused as read-only.
+        store
+            .inner
+            .connection
+            .lock()
+            .unwrap()
+            .execute_batch("PRAGMA query_only = 1")
+            .unwrap();
+        let error = store
+            .append("a", &[Message::user("lost?")])
+            .await
+            .unwrap_err();
+        assert!(matches!(error, HistoryError::ReadOnly { .. }), "{error:?}");
         assert_eq!(store.load("a").await.unwrap(), [Message::user("kept")]);
         let _ = std::fs::remove_dir_all(dir);
     }

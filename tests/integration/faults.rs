@@ -205,3 +205,102 @@ async fn a_ten_megabyte_result_is_cut_at_the_cap_saying_how_long_it_was() {
     let whole = agent.handle("c", "dump 1 MiB").await.unwrap();
     assert_eq!(whole.tool_calls[0].content.len(), MAX_TOOL_RESULT);
 }
+
+/// A whole HTTP response with extra header lines.
+fn status(code: u16, headers: &str, body: &str) -> Script {
+    let reason = match code {
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        _ => "Error",
+    };
+    Script::raw(format!(
+        "HTTP/1.1 {code} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{headers}connection: close\r\n\r\n{body}",
+        body.len()
+    ))
+}
+
+fn hello() -> Script {
+    sse(&[&event(HEL), &event(LO), &event(STOP), b"data: [DONE]\n\n"])
+}
+
+/// An agent retrying quickly on the server playing `scripts`, one a
+/// connection; the reply, how long it took and how many requests came.
+async fn retried(scripts: Vec<Script>) -> (Result<String, String>, std::time::Duration, usize) {
+    let server = FaultServer::start(scripts).await;
+    let provider = OpenAiCompatible::new(format!("{}/v1", server.url()))
+        .model("m")
+        .retry(
+            RetryPolicy::builder()
+                .initial_backoff(std::time::Duration::from_millis(20))
+                .max_retry_after(std::time::Duration::from_secs(5))
+                .build(),
+        );
+    let agent = Agent::builder().provider(provider).build();
+    let started = std::time::Instant::now();
+    let reply = agent.handle("c", "hi").await;
+    (
+        reply.map(|r| r.text).map_err(|e| e.user_message()),
+        started.elapsed(),
+        server.requests().len(),
+    )
+}
+
+const BUSY: &str = r#"{"error":{"message":"slow down"}}"#;
+
+#[tokio::test]
+async fn a_429_is_retried_after_the_wait_it_names_in_seconds_or_as_a_date() {
+    let (reply, took, asked) =
+        retried(vec![status(429, "retry-after: 1\r\n", BUSY), hello()]).await;
+    assert_eq!(reply.unwrap(), "Hello.");
+    assert!(took >= std::time::Duration::from_secs(1), "{took:?}");
+    assert_eq!(asked, 2);
+    // As an HTTP date, two seconds from now (at least one, whole seconds).
+    let date =
+        httpdate::fmt_http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(2));
+    let (reply, took, asked) = retried(vec![
+        status(429, &format!("retry-after: {date}\r\n"), BUSY),
+        hello(),
+    ])
+    .await;
+    assert_eq!(reply.unwrap(), "Hello.");
+    assert!(took >= std::time::Duration::from_millis(900), "{took:?}");
+    assert_eq!(asked, 2);
+}
+
+#[tokio::test]
+async fn a_429_without_a_wait_and_a_500_are_retried_with_back_off() {
+    let (reply, _, asked) = retried(vec![
+        status(429, "", BUSY),
+        status(500, "", r#"{"error":{"message":"oops"}}"#),
+        hello(),
+    ])
+    .await;
+    assert_eq!(reply.unwrap(), "Hello.");
+    assert_eq!(asked, 3);
+}
+
+#[tokio::test]
+async fn a_wait_longer_than_allowed_is_not_taken_and_says_why() {
+    let (reply, took, asked) =
+        retried(vec![status(429, "retry-after: 3600\r\n", BUSY), hello()]).await;
+    let message = reply.unwrap_err();
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    assert_eq!(asked, 1, "not retried");
+    assert!(
+        message.contains("429") && message.contains("slow down"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_500_every_time_gives_up_naming_the_tries_and_the_server_s_words() {
+    let oops = status(500, "", r#"{"error":{"message":"model crashed"}}"#);
+    let (reply, _, asked) = retried(vec![oops]).await;
+    let message = reply.unwrap_err();
+    assert_eq!(asked, 3);
+    assert!(message.starts_with("LLM unavailable: "), "{message}");
+    assert!(
+        message.contains("500") && message.contains("model crashed"),
+        "{message}"
+    );
+}
