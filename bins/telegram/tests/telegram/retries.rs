@@ -65,3 +65,20 @@ async fn a_bot_api_out_of_reach_at_start_is_retried_until_it_answers() {
     api.text(ANN, ANN as i64, "there?");
     api.wait_for_reply(0, |c| c["text"] == r"Back\.").await;
 }
+
+#[tokio::test]
+async fn a_server_error_on_send_or_edit_is_retried_and_the_reply_still_arrives() {
+    let (api, server) = FakeBotApi::start().await;
+    let _bot = start(&server, &[ANN], |channel| {
+        agent(MockProvider::replying("Fine."), &channel, vec![])
+    });
+    // The finished reply meets a 5xx once, whether it is sent whole or is
+    // the last edit of a draft.
+    let down = |code: u16| json!({"ok": false, "error_code": code, "description": "Bad Gateway"});
+    api.fail("SendMessage", true, 502, down(502));
+    api.fail("EditMessageText", true, 500, down(500));
+    api.text(ANN, ANN as i64, "status?");
+    api.wait_for_reply(0, |c| c["text"] == r"Fine\.").await;
+    let attempts: Vec<bool> = api.replies(0).iter().map(|(_, ok)| *ok).collect();
+    assert_eq!(attempts, [false, true], "the refused call, then the retry");
+}
