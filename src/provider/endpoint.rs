@@ -384,15 +384,27 @@ impl Endpoint {
         }
         let retry_after = retry_after(response.headers());
         let body = response.bytes().await.unwrap_or_default();
+        // Some servers quote the key they refused: it goes no further.
+        let body = self.without_key(&String::from_utf8_lossy(&body));
         if let Some(tap) = tap {
-            tap.chunk(&body);
+            tap.chunk(body.as_bytes());
             tap.end(Outcome::Complete);
         }
         Err(ProviderError::Status {
             status: status.as_u16(),
-            message: error_message(&String::from_utf8_lossy(&body)),
+            message: error_message(&body),
             retry_after,
         })
+    }
+
+    /// `text` with the API key, wherever it appears, as `[redacted]`. A key
+    /// shorter than 8 characters (a placeholder such as `none`) is left:
+    /// masking it would garble the text and hide nothing.
+    fn without_key(&self, text: &str) -> String {
+        match self.key.as_deref() {
+            Some(key) if key.len() >= 8 && text.contains(key) => text.replace(key, "[redacted]"),
+            _ => text.to_owned(),
+        }
     }
 
     /// GETs `url` (with the key and headers) and reads the answer as JSON.

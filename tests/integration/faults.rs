@@ -304,3 +304,30 @@ async fn a_500_every_time_gives_up_naming_the_tries_and_the_server_s_words() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_server_quoting_the_refused_key_has_it_masked_in_the_error() {
+    const KEY: &str = "sk-quoted-back-1234";
+    let server = FaultServer::start([status(
+        401,
+        "",
+        &format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}."}}}}"#),
+    )])
+    .await;
+    let provider = OpenAiCompatible::new(format!("{}/v1", server.url()))
+        .model("m")
+        .api_key(KEY)
+        .retry(RetryPolicy::none());
+    let agent = Agent::builder().provider(provider).build();
+    let error = agent.handle("c", "hi").await.unwrap_err();
+    let shown = format!(
+        "{} | {}",
+        error.user_message(),
+        ferrobot::error_chain(&error)
+    );
+    assert!(!shown.contains(KEY), "{shown}");
+    assert!(
+        shown.contains("Incorrect API key provided: [redacted]."),
+        "{shown}"
+    );
+}

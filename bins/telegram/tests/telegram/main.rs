@@ -45,3 +45,5 @@ mod power;
 mod panel;
 // A conversation recorded with FERROBOT_SESSION and replayed offline.
 mod sessions;
+// A whole session searched for the API key and the bot token: nowhere.
+mod secrets;
