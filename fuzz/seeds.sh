@@ -8,7 +8,7 @@ corpus=$1
 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 [ -d "$corpus/01_openai_chat_stream" ] || { echo "seeds.sh: no recorded traffic in $corpus" >&2; exit 1; }
-mkdir -p "$out"/{stream_decoders,tool_arguments,slash_commands,split_message,recordings}
+mkdir -p "$out"/{stream_decoders,tool_arguments,slash_commands,split_message,telegram_markdown,recordings}
 
 # stream_decoders: the dialect byte is what the target's `which % 7` picks.
 stream() { # DIALECT_BYTE CATEGORY FILE
@@ -56,6 +56,14 @@ done
 
 # A fence whose language is 16 emoji at the shortest limit (a panic once).
 { printf '\x00```'; for _ in $(seq 16); do printf '🦀'; done; printf '\n'; for _ in $(seq 60); do printf 'x '; done; printf '\n```\n'; } >"$out/split_message/emoji-fence"
+
+# telegram_markdown: what models answered, and Markdown's corners.
+for expected in "$corpus"/0[1-6]*/*/expected.json; do
+	jq -r '.content // empty' "$expected" 2>/dev/null >"$out/telegram_markdown/$(basename "$(dirname "$expected")")" || true
+done
+find "$out/telegram_markdown" -empty -delete
+printf '%s' '# Title *bold* _it_ `code` [link](http://x.y/a_(b)) ~~s~~ > quote 1. one - two | a | b | 3.14! {x}' >"$out/telegram_markdown/corners"
+printf '```rust\nlet x = "`\\";\n```\n' >"$out/telegram_markdown/fence"
 
 # recordings: the committed cassette.
 cp "$here/../examples/cassettes/weather.json" "$out/recordings/weather.json"

@@ -5,9 +5,37 @@
 //! written again with every character escaped as MarkdownV2 requires in its
 //! place (text, code, link target). If Telegram still refuses it, the
 //! channel falls back to plain text.
+//!
+//! It needs nothing but `pulldown-cmark`, so the fuzz targets (`fuzz/`)
+//! include this file without linking teloxide.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use teloxide::utils::markdown::{escape, escape_code};
+
+/// What MarkdownV2 reserves in text; each is written after a `\`.
+const RESERVED: [char; 19] = [
+    '\\', '_', '*', '[', ']', '(', ')', '~', '`', '>', '#', '+', '-', '=', '|', '{', '}', '.', '!',
+];
+
+/// Text with every reserved character escaped.
+fn escape(text: &str) -> String {
+    escaped(text, &RESERVED)
+}
+
+/// Code, inline or a block: only `` ` `` and `\` are escaped there.
+fn escape_code(code: &str) -> String {
+    escaped(code, &['`', '\\'])
+}
+
+fn escaped(text: &str, reserved: &[char]) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        if reserved.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// `markdown` as MarkdownV2.
 pub fn to_markdown_v2(markdown: &str) -> String {
