@@ -66,3 +66,20 @@ async fn rate_limits_are_waited_out_and_the_reply_still_arrives() {
     );
     assert_eq!(rest.attempts(&messages_to(DM)), [false, true]);
 }
+
+#[tokio::test]
+async fn a_server_error_on_send_is_retried_and_the_reply_still_arrives() {
+    let (gateway, rest, _server) = start(&[ANN], |channel| {
+        agent(MockProvider::replying("Fine."), &channel, vec![])
+    })
+    .await;
+    rest.fail(
+        &messages_to(DM),
+        502,
+        json!({"message": "Bad Gateway", "code": 0}),
+    );
+    gateway.message(ANN, DM, None, "status?", false);
+    rest.wait_for(&messages_to(DM), |b| b["content"] == "Fine.")
+        .await;
+    assert_eq!(rest.attempts(&messages_to(DM)), [false, true]);
+}
