@@ -8,14 +8,29 @@ use ferrobot::Agent;
 use ferrobot::testing::{Cassette, Session};
 use ferrobot_fuzz::block_on;
 
+/// Removes the file when the input is done with, even after a panic.
+struct Removed<'a>(&'a std::path::Path);
+
+impl Drop for Removed<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!("ferrobot-fuzz-{}", std::process::id()));
+    // One folder for every run; each input's file is removed after it.
+    let dir = std::env::temp_dir().join("ferrobot-fuzz-recordings");
     let _ = std::fs::create_dir_all(&dir);
-    let file = dir.join(format!("{}.json", N.fetch_add(1, Ordering::Relaxed) % 4));
+    let file = dir.join(format!(
+        "{}-{}.json",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     if std::fs::write(&file, data).is_err() {
         return;
     }
+    let _removed = Removed(&file);
     let agent = Agent::builder().provider(Cassette::replay(&file)).build();
     let _ = block_on(agent.handle("fuzz", "hi"));
     if let Ok(session) = Session::open(&file) {
