@@ -833,15 +833,10 @@ impl Channel for Replaying {
                 });
                 chat_turns.started += 1;
             }
-            let total: usize = turns.values().map(|t| t.started).sum();
-            let ended: Vec<Arc<AtomicUsize>> =
-                turns.values().map(|t| Arc::clone(&t.ended)).collect();
             let all_ended = || {
-                ended
-                    .iter()
-                    .map(|e| e.load(Ordering::Acquire))
-                    .sum::<usize>()
-                    == total
+                turns
+                    .values()
+                    .all(|t| t.ended.load(Ordering::Acquire) == t.started)
             };
             if !self.wait_until(all_ended).await {
                 tracing::warn!(
