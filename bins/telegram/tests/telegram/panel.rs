@@ -12,24 +12,10 @@ use ferrobot_app::panel::Runtime;
 use ferrobot_testkit::{Home, llm, text_answer};
 use serde_json::{Value, json};
 
-use crate::support::{ANN, BIN, FakeBotApi, binary_env};
+use crate::support::{ANN, BIN, FakeBotApi, binary_env, runtime};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-/// The panel's runtime file, once the bot wrote it.
-async fn runtime(home: &Home) -> Runtime {
-    let dir = home.path().join("data/ferrobot/run");
-    for _ in 0..1500 {
-        if let Some((runtime, _)) = Runtime::list(&dir).pop()
-            && runtime.port.is_some()
-        {
-            return runtime;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("no runtime file with a panel in {}", dir.display());
-}
 
 /// chromedriver on a free port, stopped when dropped.
 async fn chromedriver(profile: &Path) -> (tokio::process::Child, fantoccini::Client) {

@@ -6,15 +6,13 @@
 //! appears anywhere.
 
 use std::path::Path;
-use std::time::Duration;
 
 use ferrobot::testing::OpenAiStream;
-use ferrobot_app::panel::Runtime;
 use ferrobot_testkit::{Home, text_answer};
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::support::{ANN, BIN, FakeBotApi};
+use crate::support::{ANN, BIN, FakeBotApi, runtime};
 
 const API_KEY: &str = "sk-LEAK-CANARY-7f3a9c";
 const BOT_TOKEN: &str = "424242:LEAK-CANARY-bot-9d1e";
@@ -105,19 +103,7 @@ async fn neither_the_api_key_nor_the_bot_token_appears_anywhere() {
     })
     .await;
     // The panel's config view, with the process's token.
-    let dir = home.path().join("data/ferrobot/run");
-    let mut runtime = None;
-    for _ in 0..500 {
-        runtime = Runtime::list(&dir)
-            .pop()
-            .map(|(r, _)| r)
-            .filter(|r| r.port.is_some());
-        if runtime.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let runtime = runtime.expect("a runtime file with a panel");
+    let runtime = runtime(&home).await;
     let config = panel_get(
         runtime.port.unwrap(),
         runtime.token.as_deref().unwrap(),

@@ -435,3 +435,17 @@ pub(crate) async fn post(port: u16, path: &str, secret: Option<&str>, body: &[u8
     let status = String::from_utf8_lossy(response.get(9..12)?).into_owned();
     status.parse().ok()
 }
+
+/// The panel's runtime file in `home`, once the bot wrote it.
+pub(crate) async fn runtime(home: &ferrobot_testkit::Home) -> ferrobot_app::panel::Runtime {
+    let dir = home.path().join("data/ferrobot/run");
+    for _ in 0..1500 {
+        if let Some((runtime, _)) = ferrobot_app::panel::Runtime::list(&dir).pop()
+            && runtime.port.is_some()
+        {
+            return runtime;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no runtime file with a panel in {}", dir.display());
+}
