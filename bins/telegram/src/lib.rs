@@ -14,7 +14,7 @@
 //! - `files`: a message's photos and files: images downloaded for the model,
 //!   the rest named for the user;
 //! - `confirm`: ✅ / ❌ questions, asked and answered;
-//! - `menu`: the `/` command menu set from the tools;
+//! - `menu`: the `/` command menu set from the tools, shown to the allowed users only;
 //! - `api`: Bot API calls with their retries, and sending and editing
 //!   messages (MarkdownV2, with a plain-text fallback);
 //! - `place`: where a message goes (a chat, a forum topic, a reply);
@@ -76,6 +76,10 @@ struct Inner {
     /// it can be set.
     menu: LatestMenu,
     can_set_menu: AtomicBool,
+    /// Where the menu is shown (`menu.rs`).
+    menu_scopes: Mutex<HashSet<menu::MenuScope>>,
+    /// Whether the menu an older version showed everyone is taken down.
+    default_menu_cleared: AtomicBool,
     connected: watch::Sender<bool>,
     /// Webhook mode's endpoint; `None` polls.
     webhook: Option<webhook::Webhook>,
@@ -133,6 +137,14 @@ impl Telegram {
                 refused: Mutex::default(),
                 menu: LatestMenu::default(),
                 can_set_menu: AtomicBool::new(false),
+                menu_scopes: Mutex::new(
+                    settings
+                        .allowed_user_ids
+                        .iter()
+                        .map(|&user| (teloxide::types::ChatId(user as i64), user))
+                        .collect(),
+                ),
+                default_menu_cleared: AtomicBool::new(false),
                 connected: watch::Sender::new(false),
                 webhook,
             }),

@@ -263,6 +263,7 @@ impl Inner {
             }
             return;
         }
+        self.show_menu_to(said.place.chat, user);
         // `/start` is what Telegram sends when someone opens the bot.
         let first = said.text.split_whitespace().next().unwrap_or_default();
         let text = if first == "/start" || first.starts_with("/start@") {

@@ -134,7 +134,8 @@ async fn with_nobody_allowed_the_bot_refuses_everyone_and_says_so() {
         )
         .spawn()
         .unwrap();
-    api.wait_for("SetMyCommands", |_| true).await;
+    // Nobody to show the menu to: it is only taken down for everyone.
+    api.wait_for("DeleteMyCommands", |_| true).await;
     api.text(ANN, ANN as i64, "hello");
     let refusal = api.wait_for("SendMessage", |_| true).await;
     assert!(refusal["text"].as_str().unwrap().contains("private bot"));

@@ -32,7 +32,7 @@ impl Respond for Rest {
         if let Some(i) = state
             .failures
             .iter()
-            .position(|(r, ..)| route.ends_with(r.as_str()))
+            .position(|(r, ..)| route.contains(r.as_str()))
         {
             let (_, status, failure) = state.failures.remove(i).unwrap();
             state.calls.push((
@@ -111,7 +111,8 @@ impl Rest {
         (rest, server)
     }
 
-    /// Fails the next call whose `METHOD /path` ends with `route`.
+    /// Fails the next call whose `METHOD /path` contains `route` (as
+    /// `PATCH /api/v10/channels/{DM}/messages/` names any edit there).
     pub(crate) fn fail(&self, route: &str, status: u16, body: Value) {
         self.0
             .lock()
