@@ -563,9 +563,10 @@ pub enum HistoryError {
         /// The file.
         path: PathBuf,
     },
-    /// Another program held the file locked for longer than the store
-    /// waits (5 s); nothing of the failed write was stored.
-    #[error("{} is locked by another program (another bot or a tool writing to it) and stayed locked; nothing of this write was stored: stop the other program, or give each its own file", path.display())]
+    /// Another program held the file (or, in PostgreSQL, a table) locked
+    /// for longer than the store waits (5 s); nothing of the failed write
+    /// was stored.
+    #[error("{} is locked by another program (another bot or a tool writing to it) and stayed locked; nothing of this write was stored: stop the other program, or give each its own file or database", path.display())]
     Busy {
         /// The file.
         path: PathBuf,

@@ -740,3 +740,43 @@ async fn a_lease_left_by_a_crash_expires_and_a_live_one_is_waited_for() {
     drop(taken);
     db.remove().await;
 }
+
+#[tokio::test]
+async fn a_table_locked_by_another_program_is_busy_and_nothing_is_stored() {
+    let Some(db) = Database::new().await else {
+        return;
+    };
+    let store = store_on(&db).await;
+    store
+        .append("alice", &[Message::user("one")])
+        .await
+        .unwrap();
+    // Another program takes the messages table and keeps it: PostgreSQL
+    // would wait for ever; the store waits 5 s.
+    let other = db.connect().await;
+    other
+        .batch_execute("BEGIN; LOCK TABLE messages IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let error = store
+        .append("alice", &[Message::user("two"), Message::assistant("2")])
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HistoryError::Busy { .. }), "{error:?}");
+    let said = error.to_string();
+    assert!(said.contains("is locked by another program"), "{said}");
+    assert!(said.contains("nothing of this write was stored"), "{said}");
+    drop(other);
+    let kept = store.load("alice").await.unwrap();
+    assert_eq!(kept.len(), 1, "nothing of the refused write: {kept:?}");
+    store
+        .append("alice", &[Message::user("two")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load("alice").await.unwrap().len(),
+        2,
+        "works again once it is let go"
+    );
+    db.remove().await;
+}

@@ -70,6 +70,16 @@ impl Database {
         run_sql(&self.url(), sql).await;
     }
 
+    /// A connection of its own to this database, as another program's:
+    /// what it holds (a lock, an open transaction) it holds until dropped.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(&self.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+    }
+
     /// Removes the database, whoever is still connected.
     pub async fn remove(self) {
         self.sql(&format!("DROP DATABASE {} WITH (FORCE)", self.name))

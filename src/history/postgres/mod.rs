@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::{
-    GenericClient, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
-    Transaction,
+    GenericClient, Hook, HookError, Manager, ManagerConfig, Object, Pool, PoolError,
+    RecyclingMethod, Runtime, Transaction,
 };
 use futures_util::future::BoxFuture;
 use tokio_postgres::error::SqlState;
@@ -155,6 +155,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a call waits for a free connection of a busy pool.
 const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a statement waits for a lock another program holds (a
+/// `LOCK TABLE`, a long transaction) before it fails as
+/// [`HistoryError::Busy`], as a SQLite store waits for its file; PostgreSQL
+/// waits for ever by default. A `lock_timeout` in the URL's `options` wins.
+const LOCK_TIMEOUT: &str = "SET lock_timeout = '5s'";
 
 /// Conversations in a PostgreSQL database, shared by any number of
 /// processes: several bot replicas can use one database, and a scheduled
@@ -449,9 +455,10 @@ impl PostgresHistory {
             Fail::Pool(PoolError::Backend(error)) if error.code().is_none() => {
                 unreachable_error(target, error)
             }
-            Fail::Pool(PoolError::Backend(error)) | Fail::Postgres(error) => {
-                postgres_error(target, error)
-            }
+            Fail::Pool(
+                PoolError::Backend(error) | PoolError::PostCreateHook(HookError::Backend(error)),
+            )
+            | Fail::Postgres(error) => postgres_error(target, error),
             Fail::Pool(PoolError::Timeout(_)) => HistoryError::Storage {
                 message: format!(
                     "no connection to {target} was free or could be opened in time: check that \
@@ -553,6 +560,9 @@ fn pool(url: &str, target: &str, size: usize) -> Result<Pool, HistoryError> {
     if tls == Tls::Off {
         config.ssl_mode(tokio_postgres::config::SslMode::Disable);
     }
+    let own_lock_timeout = config
+        .get_options()
+        .is_some_and(|options| options.contains("lock_timeout"));
     let recycling = ManagerConfig {
         recycling_method: RecyclingMethod::Fast,
     };
@@ -564,8 +574,20 @@ fn pool(url: &str, target: &str, size: usize) -> Result<Pool, HistoryError> {
             recycling,
         ),
     };
-    Pool::builder(manager)
-        .max_size(size)
+    let mut pool = Pool::builder(manager);
+    if !own_lock_timeout {
+        // Set on each new connection, not as a start-up option: PgBouncer
+        // refuses unknown start-up parameters.
+        pool = pool.post_create(Hook::async_fn(|client, _| {
+            Box::pin(async move {
+                client
+                    .batch_execute(LOCK_TIMEOUT)
+                    .await
+                    .map_err(HookError::Backend)
+            })
+        }));
+    }
+    pool.max_size(size)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(WAIT_TIMEOUT))
         .create_timeout(Some(CONNECT_TIMEOUT + Duration::from_secs(5)))
@@ -733,6 +755,7 @@ fn postgres_error(target: &str, error: tokio_postgres::Error) -> HistoryError {
             return HistoryError::ReadOnly { path: path() };
         }
         c if *c == SqlState::DISK_FULL => return HistoryError::DiskFull { path: path() },
+        c if *c == SqlState::LOCK_NOT_AVAILABLE => return HistoryError::Busy { path: path() },
         c if *c == SqlState::INVALID_PASSWORD
             || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
         {
