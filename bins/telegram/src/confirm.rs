@@ -6,9 +6,7 @@ use ferrobot::bot::{Length, Unanswered, asked, clip, decided};
 use ferrobot::confirm::{ConfirmRequest, Decision};
 use teloxide::payloads::setters::*;
 use teloxide::prelude::{Request as _, Requester};
-use teloxide::types::{
-    CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, MaybeInaccessibleMessage,
-};
+use teloxide::types::{CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup};
 
 use crate::place::Place;
 use crate::{Inner, MESSAGE_LIMIT};
@@ -38,11 +36,7 @@ impl Inner {
         let answered = if self.is_allowed(presser) {
             let data = query.data.as_deref().unwrap_or_default();
             // Where the question was asked, as its conversation names it.
-            let chat = match &query.message {
-                Some(MaybeInaccessibleMessage::Regular(message)) => Place::of(message).to_string(),
-                Some(other) => other.chat().id.to_string(),
-                None => String::new(),
-            };
+            let chat = crate::updates::pressed_in(query).unwrap_or_default();
             self.questions
                 .press(data, &presser.to_string(), &chat)
                 .map(drop)

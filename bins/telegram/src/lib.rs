@@ -31,6 +31,9 @@ pub mod markdown;
 mod menu;
 mod place;
 mod updates;
+
+#[doc(hidden)]
+pub use updates::read_update;
 mod webhook;
 
 use std::collections::HashSet;

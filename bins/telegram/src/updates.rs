@@ -204,15 +204,8 @@ impl Inner {
     /// as the built-in. Only the allowed users may stop a turn.
     fn stop_pressed(self: &Arc<Self>, query: CallbackQuery, handler: &Handler) {
         let presser = query.from.id.0;
-        let place = match &query.message {
-            Some(MaybeInaccessibleMessage::Regular(message)) => {
-                Some(Place::of(message).to_string())
-            }
-            Some(other) => Some(other.chat().id.to_string()),
-            None => None,
-        };
         let stop = stop_pressed(
-            place.unwrap_or_default(),
+            pressed_in(&query).unwrap_or_default(),
             presser.to_string(),
             self.is_allowed(presser),
         );
@@ -382,6 +375,39 @@ impl Said {
         self.files.images.extend(next.files.images);
         self.files.unread.extend(next.files.unread);
     }
+}
+
+/// Where a button was pressed, as the conversation there is named; `None`
+/// when Telegram left the message out (too old).
+pub(crate) fn pressed_in(query: &CallbackQuery) -> Option<String> {
+    match &query.message {
+        Some(MaybeInaccessibleMessage::Regular(message)) => Some(Place::of(message).to_string()),
+        Some(other) => Some(other.chat().id.to_string()),
+        None => None,
+    }
+}
+
+/// What the bot makes of an update's JSON as the webhook endpoint receives
+/// it (polling reads the same): a message it would take, as where it was
+/// written, who wrote it and its text; a button press, as where it was
+/// pressed; `None` for a body that is no update or an update it ignores.
+/// For the fuzz target (`fuzz/fuzz_targets/telegram_updates.rs`), not an
+/// API.
+#[doc(hidden)]
+pub fn read_update(body: &[u8]) -> Option<String> {
+    let update: Update = serde_json::from_slice(body).ok()?;
+    let album = album_of(&update);
+    let said = match &update.kind {
+        UpdateKind::Message(message) => Said::of(message),
+        UpdateKind::Error(raw) => Said::of_raw(raw),
+        UpdateKind::CallbackQuery(query) => return pressed_in(query),
+        _ => None,
+    }?;
+    let files = said.files.images.len() + said.files.unread.len();
+    Some(format!(
+        "{} (answering {:?}) from {} {:?}: {} [{files} files, album {album:?}]",
+        said.place, said.answering, said.user, said.name, said.text
+    ))
 }
 
 /// The album (media group) a message update's photo belongs to, if any.

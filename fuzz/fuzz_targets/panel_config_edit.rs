@@ -1,0 +1,64 @@
+//! The control panel's config edit (`POST /api/config {"key", "value"}`),
+//! any body, on a config file that is itself any text: the edit is written
+//! only when the file it leaves loads, else the file is left as it was.
+#![no_main]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ferrobot_app::Config;
+use ferrobot_app::panel::edit;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The panel's request body.
+#[derive(Deserialize)]
+struct Edit {
+    key: String,
+    value: Value,
+}
+
+/// Removes the file when the input is done with, even after a panic.
+struct Removed<'a>(&'a std::path::Path);
+
+impl Drop for Removed<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    // The file before `\0`, the request body after it.
+    let (file_text, body) = match data.iter().position(|&b| b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (&[][..], data),
+    };
+    let Ok(edit) = serde_json::from_slice::<Edit>(body) else {
+        return;
+    };
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join("ferrobot-fuzz-panel");
+    let _ = std::fs::create_dir_all(&dir);
+    let file = dir.join(format!(
+        "{}-{}.toml",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    if std::fs::write(&file, file_text).is_err() {
+        return;
+    }
+    let _removed = Removed(&file);
+    let edited = edit::set(&file, &edit.key, &edit.value);
+    let after = std::fs::read(&file).expect("the config file is still there");
+    match edited {
+        Ok(_) => {
+            let text = std::str::from_utf8(&after).expect("an edit writes UTF-8");
+            if let Err(error) = Config::check_toml(text) {
+                panic!("an edit wrote a file that doesn't load: {error}\n{text}");
+            }
+        }
+        Err(message) => {
+            assert_eq!(after, file_text, "a refused edit changed the file");
+            assert!(!message.trim().is_empty());
+        }
+    }
+});
