@@ -1,7 +1,7 @@
 //! Conversations in one SQLite file.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use futures_util::future::BoxFuture;
@@ -371,9 +371,33 @@ pub struct SqliteHistory {
 
 struct Inner {
     path: PathBuf,
-    connection: Mutex<Connection>,
+    /// The connection's own thread takes each job in turn; it ends, closing
+    /// the connection, when the store is dropped. One thread, not a
+    /// blocking-pool thread per call waiting on a lock: 32 turns storing at
+    /// once cost 32 threads that way.
+    jobs: std::sync::mpsc::Sender<Job>,
     /// This instance's name in the journal's `owner` column.
     owner: String,
+}
+
+/// Work for the connection's thread.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// Starts the thread that owns `connection` and runs the jobs sent to it.
+fn connection_thread(mut connection: Connection) -> std::io::Result<std::sync::mpsc::Sender<Job>> {
+    let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("ferrobot-sqlite".into())
+        .spawn(move || {
+            for job in inbox {
+                // A job that panics drops its answer, so its caller gets an
+                // error; the connection serves the next.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    job(&mut connection);
+                }));
+            }
+        })?;
+    Ok(jobs)
 }
 
 impl std::fmt::Debug for SqliteHistory {
@@ -461,10 +485,12 @@ impl SqliteHistory {
         if version < latest {
             migrate(&mut connection, version).map_err(fail)?;
         }
+        let jobs = connection_thread(connection)
+            .map_err(|e| storage("could not start the history store's thread", e))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
-                connection: Mutex::new(connection),
+                jobs,
                 owner: super::journal::new_owner(),
             }),
         })
@@ -502,7 +528,7 @@ impl SqliteHistory {
         })
     }
 
-    /// Runs `work` with the connection on a blocking thread; its SQLite
+    /// Runs `work` with the connection on its thread; its SQLite
     /// error becomes [`sqlite_error`]'s, naming this store's file.
     fn sql<T: Send + 'static>(
         &self,
@@ -512,19 +538,25 @@ impl SqliteHistory {
         self.run(move |connection| work(connection).map_err(|e| sqlite_error(&path, e)))
     }
 
-    /// Runs `work` with the connection on a blocking thread.
+    /// Runs `work` with the connection on its thread, after the work sent
+    /// before it.
     fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, HistoryError> + Send + 'static,
     ) -> BoxFuture<'static, Result<T, HistoryError>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let mut connection = inner.connection.lock().unwrap_or_else(|e| e.into_inner());
-                work(&mut connection)
-            })
-            .await
-            .map_err(|e| storage("a history store task failed", e))?
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let job: Job = Box::new(move |connection| {
+                let _ = answer.send(work(connection));
+            });
+            inner.jobs.send(job).map_err(|_| HistoryError::Storage {
+                message: "the history store's thread has stopped".into(),
+                source: None,
+            })?;
+            answered
+                .await
+                .map_err(|e| storage("a history store task failed (it panicked)", e))?
         })
     }
 }
@@ -1354,16 +1386,16 @@ mod tests {
         {
             // SQLite's own page limit stands in for a full disk: writes past
             // it fail with SQLITE_FULL, as they would on a full filesystem.
-            let connection = store.inner.connection.lock().unwrap();
-            let pages: i64 = connection
-                .query_row("PRAGMA page_count", [], |r| r.get(0))
-                .unwrap();
-            connection
-                .query_row(
-                    &format!("PRAGMA max_page_count = {}", pages + 1),
-                    [],
-                    |_| Ok(()),
-                )
+            store
+                .sql(|connection| {
+                    let pages: i64 = connection.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+                    connection.query_row(
+                        &format!("PRAGMA max_page_count = {}", pages + 1),
+                        [],
+                        |_| Ok(()),
+                    )
+                })
+                .await
                 .unwrap();
         }
         let big: Vec<Message> = (0..50)
@@ -1389,11 +1421,8 @@ mod tests {
         store.append("a", &[Message::user("kept")]).await.unwrap();
         // Not the 5 s the store waits: the test needn't.
         store
-            .inner
-            .connection
-            .lock()
-            .unwrap()
-            .busy_timeout(std::time::Duration::from_millis(100))
+            .sql(|c| c.busy_timeout(std::time::Duration::from_millis(100)))
+            .await
             .unwrap();
         // Another program holding the file: a second connection's
         // exclusive transaction.
@@ -1414,11 +1443,8 @@ mod tests {
 
         // SQLite's `query_only`: every write refused as read-only.
         store
-            .inner
-            .connection
-            .lock()
-            .unwrap()
-            .execute_batch("PRAGMA query_only = 1")
+            .sql(|c| c.execute_batch("PRAGMA query_only = 1"))
+            .await
             .unwrap();
         let error = store
             .append("a", &[Message::user("lost?")])
@@ -1437,15 +1463,15 @@ mod tests {
         let image = Image::png(vec![1u8, 2, 3]);
         let key = image_key("image/png", &[1, 2, 3]);
         // Another image under this image's key, as a collision would leave it.
+        let held = key.clone();
         store
-            .inner
-            .connection
-            .lock()
-            .unwrap()
-            .execute(
-                "INSERT INTO images VALUES (?1, 'image/png', 3, x'090909', 0)",
-                [&key],
-            )
+            .sql(move |c| {
+                c.execute(
+                    "INSERT INTO images VALUES (?1, 'image/png', 3, x'090909', 0)",
+                    [&held],
+                )
+            })
+            .await
             .unwrap();
         let shown = Message::new(Role::User, vec![crate::Part::image(image.clone())]);
         store.append("a", &[shown.clone(), shown]).await.unwrap();
