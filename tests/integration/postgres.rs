@@ -758,15 +758,18 @@ async fn a_table_locked_by_another_program_is_busy_and_nothing_is_stored() {
         .batch_execute("BEGIN; LOCK TABLE messages IN ACCESS EXCLUSIVE MODE")
         .await
         .unwrap();
-    let error = store
-        .append("alice", &[Message::user("two"), Message::assistant("2")])
-        .await
-        .unwrap_err();
+    let error = tokio::time::timeout(
+        Duration::from_secs(30),
+        store.append("alice", &[Message::user("two"), Message::assistant("2")]),
+    )
+    .await
+    .expect("the store gave up waiting for the lock")
+    .unwrap_err();
     assert!(matches!(error, HistoryError::Busy { .. }), "{error:?}");
     let said = error.to_string();
     assert!(said.contains("is locked by another program"), "{said}");
     assert!(said.contains("nothing of this write was stored"), "{said}");
-    drop(other);
+    other.batch_execute("ROLLBACK").await.unwrap();
     let kept = store.load("alice").await.unwrap();
     assert_eq!(kept.len(), 1, "nothing of the refused write: {kept:?}");
     store

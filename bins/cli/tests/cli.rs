@@ -408,7 +408,9 @@ fn config_check_shows_each_value_and_its_source() {
     let home = Home::new("cli-config");
     std::fs::write(
         home.path().join("ferrobot.toml"),
-        "[llm]\nmodel = \"llama3.2\"\napi_key = \"sk-hidden\"\n",
+        "[llm]\nmodel = \"llama3.2\"\napi_key = \"sk-hidden\"\n\
+         [telegram]\ntoken = \"123456:TG-hidden\"\nwebhook_secret = \"hook-hidden\"\n\
+         [discord]\ntoken = \"MTA5.discord-hidden\"\n",
     )
     .unwrap();
     let output = ferrobot(
@@ -426,7 +428,10 @@ fn config_check_shows_each_value_and_its_source() {
         "{text}"
     );
     assert!(text.contains("llm.api_key = [redacted]"), "{text}");
-    assert!(!text.contains("sk-hidden"), "{text}");
+    let everything = format!("{text}{}", stderr(&output));
+    for secret in ["sk-hidden", "TG-hidden", "hook-hidden", "discord-hidden"] {
+        assert!(!everything.contains(secret), "{secret}: {everything}");
+    }
 }
 
 #[test]

@@ -23,13 +23,14 @@ impl Inner {
         self.menu
             .send(|commands| async move {
                 let menu = menu_of(commands);
-                if !self
-                    .default_menu_cleared
-                    .swap(true, std::sync::atomic::Ordering::SeqCst)
+                let cleared = &self.default_menu_cleared;
+                if !cleared.swap(true, std::sync::atomic::Ordering::SeqCst)
                     && let Err(error) = self
                         .call("deleteMyCommands", || self.bot.delete_my_commands().send())
                         .await
                 {
+                    // Tried again with the next menu (the tools changing).
+                    cleared.store(false, std::sync::atomic::Ordering::SeqCst);
                     tracing::warn!(error = %self.redact(&error), "could not take down the menu shown to everyone");
                 }
                 let scopes: Vec<MenuScope> =
@@ -84,7 +85,7 @@ impl Inner {
             })
             .await;
         if let Err(error) = set {
-            tracing::info!(user_id = user, chat_id = chat.0, error = %self.redact(&error), "could not show the command menu here yet (a user who has never opened the bot has no chat with it); trying again when they write");
+            tracing::info!(user_id = user, chat_id = chat.0, error = %self.redact(&error), "could not set the command menu for this user here (one who has never opened the bot has no chat with it yet); trying again when they write");
             ferrobot_app::lock(&self.menu_scopes).remove(&(chat, user));
         }
     }

@@ -162,6 +162,20 @@ const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// waits for ever by default. A `lock_timeout` in the URL's `options` wins.
 const LOCK_TIMEOUT: &str = "SET lock_timeout = '5s'";
 
+/// Lifts [`LOCK_TIMEOUT`] for one transaction: the store's own advisory
+/// locks (a migration, a claim) are held by other ferrobot replicas doing
+/// their work, and are waited for.
+const OUR_LOCKS_WAIT: &str = "SET LOCAL lock_timeout = 0";
+
+/// Whether a connection's `options` (`-c lock_timeout=10s`,
+/// `--lock_timeout=10s`) set `lock_timeout` themselves.
+fn sets_lock_timeout(options: &str) -> bool {
+    options.split_whitespace().any(|word| {
+        let setting = word.strip_prefix("-c").unwrap_or(word);
+        setting.trim_start_matches('-').starts_with("lock_timeout=")
+    })
+}
+
 /// Conversations in a PostgreSQL database, shared by any number of
 /// processes: several bot replicas can use one database, and a scheduled
 /// run, a later message or a journaled message is claimed by exactly one.
@@ -335,6 +349,9 @@ impl PostgresHistory {
     async fn migrate(&self) -> Result<(), Fail> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        // Another replica's migration is waited for however long it takes:
+        // `LOCK_TIMEOUT` is for other programs' locks.
+        tx.batch_execute(OUR_LOCKS_WAIT).await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .await?;
         let version = self.schema_version(&tx).await?;
@@ -560,9 +577,7 @@ fn pool(url: &str, target: &str, size: usize) -> Result<Pool, HistoryError> {
     if tls == Tls::Off {
         config.ssl_mode(tokio_postgres::config::SslMode::Disable);
     }
-    let own_lock_timeout = config
-        .get_options()
-        .is_some_and(|options| options.contains("lock_timeout"));
+    let own_lock_timeout = config.get_options().is_some_and(sets_lock_timeout);
     let recycling = ManagerConfig {
         recycling_method: RecyclingMethod::Fast,
     };
@@ -1714,6 +1729,26 @@ impl HistoryStore for PostgresHistory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_lock_timeout_itself_counts_as_set_by_the_url() {
+        for set in [
+            "-c lock_timeout=10s",
+            "-c search_path=bot -c lock_timeout=0",
+            "--lock_timeout=1s",
+            "-clock_timeout=2s",
+        ] {
+            assert!(sets_lock_timeout(set), "{set}");
+        }
+        for unset in [
+            "",
+            "-c deadlock_timeout=1s",
+            "-c search_path=bot",
+            "-c idle_in_transaction_session_timeout=5s",
+        ] {
+            assert!(!sets_lock_timeout(unset), "{unset}");
+        }
+    }
 
     #[test]
     fn passwords_are_redacted_in_every_form() {

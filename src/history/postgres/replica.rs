@@ -80,6 +80,7 @@ pub(super) async fn claim(store: &PostgresHistory) -> Result<Vec<Intake>, Fail> 
     // a statement alone would judge a replica that just started (and
     // claimed) by a snapshot from before its first beat, and take its
     // entries too.
+    tx.batch_execute(super::OUR_LOCKS_WAIT).await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK])
         .await?;
     let rows = super::select(

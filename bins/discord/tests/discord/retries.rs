@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferrobot::testing::{MockProvider, MockTurn};
 use ferrobot_testkit::{agent, eventually};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{ANN, DM, messages_to, start};
 
@@ -108,9 +108,22 @@ async fn a_server_error_on_an_edit_is_retried_and_the_reply_still_arrives_whole(
     gateway.message(ANN, DM, None, "disk?", false);
     rest.wait_for(&edits_in(DM), |b| b["content"] == ANSWER)
         .await;
-    let edits = rest.attempts(&edits_in(DM));
-    assert!(!edits[0], "the first edit was refused: {edits:?}");
-    assert!(edits[1..].iter().all(|ok| *ok), "{edits:?}");
+    let edits: Vec<(Value, bool)> = rest
+        .0
+        .lock()
+        .unwrap()
+        .calls
+        .iter()
+        .filter(|(m, p, ..)| format!("{m} {p}").contains(&edits_in(DM)))
+        .map(|(.., body, ok)| (body.clone(), *ok))
+        .collect();
+    assert!(!edits[0].1, "the first edit was refused: {edits:?}");
+    assert_eq!(
+        edits[1],
+        (edits[0].0.clone(), true),
+        "and sent again as it was"
+    );
+    assert!(edits[1..].iter().all(|(_, ok)| *ok), "{edits:?}");
     assert_eq!(
         rest.bodies(&messages_to(DM)).len(),
         1,

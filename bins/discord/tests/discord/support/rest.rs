@@ -144,7 +144,7 @@ impl Rest {
             .collect()
     }
 
-    /// Bodies of successful calls whose `METHOD /path` ends with `route`.
+    /// Bodies of successful calls whose `METHOD /path` contains `route`.
     pub(crate) fn bodies(&self, route: &str) -> Vec<Value> {
         self.calls()
             .into_iter()
