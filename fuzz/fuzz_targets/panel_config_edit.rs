@@ -3,10 +3,9 @@
 //! only when the file it leaves loads, else the file is left as it was.
 #![no_main]
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use ferrobot_app::Config;
 use ferrobot_app::panel::edit;
+use ferrobot_fuzz::Scratch;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -15,15 +14,6 @@ use serde_json::Value;
 struct Edit {
     key: String,
     value: Value,
-}
-
-/// Removes the file when the input is done with, even after a panic.
-struct Removed<'a>(&'a std::path::Path);
-
-impl Drop for Removed<'_> {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.0);
-    }
 }
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
@@ -35,20 +25,12 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let Ok(edit) = serde_json::from_slice::<Edit>(body) else {
         return;
     };
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join("ferrobot-fuzz-panel");
-    let _ = std::fs::create_dir_all(&dir);
-    let file = dir.join(format!(
-        "{}-{}.toml",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    if std::fs::write(&file, file_text).is_err() {
+    let Some(scratch) = Scratch::new("ferrobot-fuzz-panel", "toml", file_text) else {
         return;
-    }
-    let _removed = Removed(&file);
-    let edited = edit::set(&file, &edit.key, &edit.value);
-    let after = std::fs::read(&file).expect("the config file is still there");
+    };
+    let file = scratch.path();
+    let edited = edit::set(file, &edit.key, &edit.value);
+    let after = std::fs::read(file).expect("the config file is still there");
     match edited {
         Ok(_) => {
             let text = std::str::from_utf8(&after).expect("an edit writes UTF-8");

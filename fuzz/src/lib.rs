@@ -1,7 +1,9 @@
 //! What the fuzz targets share: a runtime to drive ferrobot's async API,
-//! and an HTTP answer made of the fuzzer's bytes, fed to a dialect's own
+//! scratch files, and an HTTP answer made of the fuzzer's bytes, fed to a dialect's own
 //! decoder through the replay hook.
 
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -65,4 +67,36 @@ pub fn split(data: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&which, rest) = data.split_first()?;
     let cuts = rest.len().min(8);
     Some((which, &rest[..cuts], &rest[cuts..]))
+}
+
+/// A file holding one input, in a folder every run of the target shares,
+/// removed when dropped (even after a panic).
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// `data` in a new file of `folder` (under the system's temporary
+    /// folder) ending in `extension`; `None` when it can't be written.
+    pub fn new(folder: &str, extension: &str, data: &[u8]) -> Option<Self> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(folder);
+        std::fs::create_dir_all(&dir).ok()?;
+        let file = dir.join(format!(
+            "{}-{}.{extension}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&file, data).ok()?;
+        Some(Self(file))
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

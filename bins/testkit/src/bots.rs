@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use ferrobot::Agent;
 use ferrobot::bot::{Channel, ChannelConfirm, ChannelNotifier};
 use ferrobot::provider::{OpenAiCompatible, Provider};
 use ferrobot::testing::OpenAiStream;
-use ferrobot::tool::Tool;
+use ferrobot::tool::{FnTool, Tool, from_fn};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -94,6 +95,18 @@ pub fn recordings(category: &str) -> Option<Vec<(String, Value, Value)>> {
 /// A JSON file.
 fn read(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// A tool `name` that answers `output` and counts its runs: what a test
+/// checks ran, or didn't.
+pub fn counted(name: &str, output: &'static str) -> (FnTool, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
+    let tool = from_fn(name, format!("{name}."), move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move { output }
+    });
+    (tool, runs)
 }
 
 /// Checks `found` every 20 ms until it finds something, up to 30 s (a binary

@@ -2,14 +2,13 @@
 //! refused once and reach nothing — no reply, no tool, no model, no button
 //! press — wherever they write.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ferrobot::testing::{MockProvider, MockTurn};
-use ferrobot::tool::{IntoTool as _, from_fn};
-use ferrobot_testkit::agent;
-use serde_json::{Value, json};
+use ferrobot::tool::IntoTool as _;
+use ferrobot_testkit::{agent, counted};
+use serde_json::json;
 
 use crate::support::{ANN, BOT, DM, GUILD, GUILD_CHANNEL, STRANGER, messages_to, start_with};
 
@@ -17,12 +16,7 @@ use crate::support::{ANN, BOT, DM, GUILD, GUILD_CHANNEL, STRANGER, messages_to, 
 async fn strangers_and_other_servers_are_refused_once_and_reach_nothing() {
     let model = MockProvider::replying("secret");
     let recorded = model.clone();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ran);
-    let ping = from_fn("ping", "Ping.", move |_: Value, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async { "pong" }
-    });
+    let (ping, ran) = counted("ping", "pong");
     let (gateway, rest, _server) = start_with(
         &[ANN],
         |settings| settings.allowed_guild_ids = vec![1234],
@@ -72,13 +66,8 @@ async fn a_stranger_reaches_nothing_in_an_allowed_server_by_edits_or_button_pres
         .then(MockTurn::new().tool_call("reboot", json!({})))
         .then(MockTurn::new().text("Left it running."));
     let recorded = model.clone();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ran);
-    let reboot = from_fn("reboot", "Reboot.", move |_: Value, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async { "rebooted" }
-    })
-    .confirm("Reboot this machine?");
+    let (reboot, ran) = counted("reboot", "rebooted");
+    let reboot = reboot.confirm("Reboot this machine?");
     let guild: u64 = GUILD.parse().unwrap();
     let (gateway, rest, _server) = start_with(
         &[ANN],

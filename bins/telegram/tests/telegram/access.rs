@@ -1,13 +1,12 @@
 //! The allow-list: a stranger is refused once and reaches nothing — no
 //! reply, no tool, no model, no menu, no button press — wherever they write.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ferrobot::testing::{MockProvider, MockTurn};
-use ferrobot::tool::{IntoTool as _, from_fn};
-use ferrobot_testkit::agent;
+use ferrobot::tool::IntoTool as _;
+use ferrobot_testkit::{agent, counted};
 use serde_json::{Value, json};
 
 use crate::support::{ANN, FakeBotApi, STRANGER, start};
@@ -17,12 +16,7 @@ async fn a_stranger_is_refused_once_and_reaches_nothing() {
     let (api, server) = FakeBotApi::start().await;
     let model = MockProvider::replying("secret");
     let recorded = model.clone();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ran);
-    let ping = from_fn("ping", "Ping.", move |_: Value, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async { "pong" }
-    });
+    let (ping, ran) = counted("ping", "pong");
     let _bot = start(&server, &[ANN], |channel| {
         agent(model, &channel, vec![ping.into_tool()])
     });
@@ -66,12 +60,7 @@ async fn a_stranger_reaches_nothing_in_groups_topics_dms_or_edits_and_sees_no_me
     let (api, server) = FakeBotApi::start().await;
     let model = MockProvider::replying("secret");
     let recorded = model.clone();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ran);
-    let ping = from_fn("ping", "Ping.", move |_: Value, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async { "pong" }
-    });
+    let (ping, ran) = counted("ping", "pong");
     let _bot = start(&server, &[ANN], |channel| {
         agent(model, &channel, vec![ping.into_tool()])
     });
@@ -130,13 +119,8 @@ async fn a_strangers_press_on_a_question_or_the_stop_button_is_refused() {
     let model = MockProvider::new()
         .then(MockTurn::new().tool_call("reboot", json!({})))
         .then(MockTurn::new().text("Left it running."));
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ran);
-    let reboot = from_fn("reboot", "Reboot.", move |_: Value, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async { "rebooted" }
-    })
-    .confirm("Reboot this machine?");
+    let (reboot, ran) = counted("reboot", "rebooted");
+    let reboot = reboot.confirm("Reboot this machine?");
     let _bot = start(&server, &[ANN], |channel| {
         agent(model, &channel, vec![reboot.into_tool()])
     });
