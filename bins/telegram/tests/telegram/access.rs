@@ -1,7 +1,7 @@
 //! The allow-list: a stranger is refused once and reaches nothing — no
 //! reply, no tool, no model, no menu, no button press — wherever they write.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ferrobot::testing::{MockProvider, MockTurn};
@@ -10,6 +10,20 @@ use ferrobot_testkit::{agent, counted};
 use serde_json::{Value, json};
 
 use crate::support::{ANN, FakeBotApi, STRANGER, start};
+
+/// The stranger got one refusal in all, and only Ann's `/ping` ran: the
+/// model saw nothing.
+fn reached_nothing(to_stranger: &[Value], ran: &AtomicUsize, model: &MockProvider) {
+    assert_eq!(to_stranger.len(), 1, "one refusal in all: {to_stranger:?}");
+    assert!(
+        to_stranger[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("private bot")
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "only Ann's /ping ran");
+    assert!(model.requests().is_empty(), "the model saw nothing");
+}
 
 #[tokio::test]
 async fn a_stranger_is_refused_once_and_reaches_nothing() {
@@ -33,15 +47,7 @@ async fn a_stranger_is_refused_once_and_reaches_nothing() {
         .into_iter()
         .filter(|c| c["chat_id"] == json!(STRANGER))
         .collect();
-    assert_eq!(to_stranger.len(), 1, "one refusal: {to_stranger:?}");
-    assert!(
-        to_stranger[0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("private bot")
-    );
-    assert_eq!(ran.load(Ordering::SeqCst), 1, "only Ann's /ping ran");
-    assert!(recorded.requests().is_empty(), "the model saw nothing");
+    reached_nothing(&to_stranger, &ran, &recorded);
 }
 
 const GROUP: i64 = -100_200_300;
@@ -87,15 +93,7 @@ async fn a_stranger_reaches_nothing_in_groups_topics_dms_or_edits_and_sees_no_me
         .into_iter()
         .filter(|c| !c["text"].as_str().unwrap().contains("pong"))
         .collect();
-    assert_eq!(to_stranger.len(), 1, "one refusal in all: {to_stranger:?}");
-    assert!(
-        to_stranger[0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("private bot")
-    );
-    assert_eq!(ran.load(Ordering::SeqCst), 1, "only Ann's /ping ran");
-    assert!(recorded.requests().is_empty(), "the model saw nothing");
+    reached_nothing(&to_stranger, &ran, &recorded);
     // The menu: taken down for everyone, shown to Ann in her chat and, once
     // she wrote there, in the group — to nobody else.
     assert_eq!(api.calls("DeleteMyCommands"), [json!({})]);
