@@ -763,8 +763,11 @@ struct NoSink {
 }
 
 impl EventSink for NoSink {
-    async fn emit(&self, event: AgentEvent) {
+    // Not an `async fn`: its future would hold the event until polled, and
+    // every turn future awaiting an emit would carry that room.
+    fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send {
         tell(&self.watching, &event);
+        std::future::ready(())
     }
 }
 

@@ -125,7 +125,7 @@ pub(super) async fn run(
     });
     let running = inner.running.start(&conversation, cancel);
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
-    let turn = Turn {
+    let mut turn = Turn {
         inner,
         conversation: Arc::clone(&conversation),
         user,
@@ -245,6 +245,8 @@ async fn keep_unread(inner: &Inner, conversation: &Arc<str>, running: &RunningTu
     }
 }
 
+/// One turn's state. Its steps borrow it: a step taking it by value put
+/// another copy of it in the turn future at each level (1.5 KB a turn).
 struct Turn<'a, S> {
     inner: &'a Inner,
     conversation: Arc<str>,
@@ -298,7 +300,7 @@ impl<S: EventSink> Turn<'_, S> {
             .or(self.inner.system_prompt.as_deref())
     }
 
-    async fn run(self, user: Message) -> Result<Reply> {
+    async fn run(&mut self, user: Message) -> Result<Reply> {
         if let Some(pending) = self.inner.history.pending(&self.conversation).await? {
             return Err(PendingError::Waiting {
                 calls: pending
@@ -321,7 +323,7 @@ impl<S: EventSink> Turn<'_, S> {
 
     /// Continues the turn that waited for decisions: runs (or refuses) its
     /// waiting calls as decided, stores the round whole, and goes on.
-    async fn resume(mut self, decisions: &[(String, Decision)]) -> Result<Reply> {
+    async fn resume(&mut self, decisions: &[(String, Decision)]) -> Result<Reply> {
         let pending = self
             .inner
             .history
@@ -379,7 +381,7 @@ impl<S: EventSink> Turn<'_, S> {
     /// Goes on with the journaled turn a crash interrupted, from what the
     /// history holds: an answer stored is the reply; calls that were
     /// running are answered as interrupted; then the model is called again.
-    async fn recover(mut self) -> Result<Reply> {
+    async fn recover(&mut self) -> Result<Reply> {
         let id = self.journal.ok_or(Error::Recovery(
             "a turn to recover needs its journaled message's id".into(),
         ))?;
@@ -417,7 +419,7 @@ impl<S: EventSink> Turn<'_, S> {
 
     /// Model calls and tool rounds from round `round` on, until an answer.
     async fn rounds(
-        mut self,
+        &mut self,
         mut history: Vec<Message>,
         mut round: u32,
         mut spent: Spent,
@@ -886,7 +888,7 @@ impl<S: EventSink> Turn<'_, S> {
 
     /// The reply of a turn that waits: the calls, as questions to answer
     /// with [`Agent::resume`](super::Agent::resume).
-    fn pending_reply(self, assembled: Assembled, pending: PendingTurn) -> Reply {
+    fn pending_reply(&mut self, assembled: Assembled, pending: PendingTurn) -> Reply {
         let questions: Vec<ConfirmRequest> = pending
             .waiting
             .into_iter()
@@ -985,7 +987,7 @@ impl<S: EventSink> Turn<'_, S> {
         Ok(())
     }
 
-    fn reply(self, assembled: Assembled) -> Reply {
+    fn reply(&mut self, assembled: Assembled) -> Reply {
         let message = &assembled.message;
         let (text, is_refusal) = shown(message);
         Reply {
@@ -993,7 +995,7 @@ impl<S: EventSink> Turn<'_, S> {
             text,
             reasoning: message.reasoning(),
             usage: self.usage,
-            tool_calls: self.records,
+            tool_calls: std::mem::take(&mut self.records),
             finish_reason: assembled.finish,
             output: None,
             pending: Vec::new(),
