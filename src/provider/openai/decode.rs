@@ -118,8 +118,13 @@ impl Decoder {
         if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
             out.push_back(StreamEvent::RefusalDelta(refusal.into_owned()));
         }
-        for call in delta.tool_calls.into_iter().flatten() {
-            self.call(call, out);
+        // Not `into_iter().flatten()`: that adapter's code and drop glue ran
+        // for every text chunk (6 % of a streamed turn's instruction-cache
+        // misses, ../shared/perf under callgrind's cache simulation).
+        if let Some(calls) = delta.tool_calls {
+            for call in calls {
+                self.call(call, out);
+            }
         }
         if let Some(function) = delta.function_call {
             self.call(
