@@ -55,7 +55,9 @@ impl Decoder {
 
     /// Decodes one SSE `data:` payload, pushing events onto `out`.
     pub(super) fn data(&mut self, data: &str, out: &mut Events) -> Result<(), ProviderError> {
-        let data = data.trim();
+        // JSON's whitespace is ASCII; `trim` looks for any Unicode space, out
+        // of line, for every chunk.
+        let data = data.trim_ascii();
         if data == "[DONE]" {
             self.saw_done = true;
             return Ok(());
