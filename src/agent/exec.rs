@@ -304,7 +304,8 @@ async fn run_one(
         cancel,
         scope,
     } = context;
-    sink.emit(AgentEvent::ToolCallStarted(call.clone())).await;
+    sink.emit_with(|| AgentEvent::ToolCallStarted(call.clone()))
+        .await;
     let started = Instant::now();
     let span = tracing::info_span!(
         "execute_tool",
@@ -376,9 +377,11 @@ async fn run_one(
                 Err(ended) => return ended,
             }
         }
-        sink.emit(AgentEvent::Status(Status::RunningTool {
-            tool: call.name.clone(),
-        }))
+        sink.emit_with(|| {
+            AgentEvent::Status(Status::RunningTool {
+                tool: call.name.clone(),
+            })
+        })
         .await;
         let arguments = arguments.unwrap_or_else(|| call.arguments.clone());
         execute(
@@ -402,7 +405,7 @@ async fn run_one(
     record.verdict = audit.verdict;
     record.decision = audit.decision;
     record.approver = audit.approver;
-    sink.emit(AgentEvent::ToolCallFinished(record.clone()))
+    sink.emit_with(|| AgentEvent::ToolCallFinished(record.clone()))
         .await;
     (result, record)
 }

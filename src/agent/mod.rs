@@ -725,6 +725,23 @@ impl Drop for TurnStream {
 pub(crate) trait EventSink: Sync {
     fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send;
 
+    /// Whether anyone hears the events: when nobody does (`handle` without
+    /// a watcher), the answer's deltas and the copies of calls and records
+    /// are not made into events at all.
+    fn listens(&self) -> bool {
+        true
+    }
+
+    /// Emits the event `make` builds, if anyone [`listens`](Self::listens).
+    fn emit_with(&self, make: impl FnOnce() -> AgentEvent) -> impl Future<Output = ()> + Send {
+        let event = self.listens().then(make);
+        async move {
+            if let Some(event) = event {
+                self.emit(event).await;
+            }
+        }
+    }
+
     /// Where a sub-agent's events go to reach this sink's listener, tagged;
     /// `None` when nobody listens (`handle`), so they are not made at all.
     fn forwarder(&self) -> Option<sub::Forwarder> {
@@ -768,6 +785,10 @@ impl EventSink for NoSink {
     fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send {
         tell(&self.watching, &event);
         std::future::ready(())
+    }
+
+    fn listens(&self) -> bool {
+        self.watching.is_some()
     }
 }
 

@@ -762,6 +762,7 @@ impl<S: EventSink> Turn<'_, S> {
             let cancelled = self.cancel.cancelled();
             tokio::pin!(cancelled);
             let mut seen: u32 = 0;
+            let listens = self.sink.listens();
             loop {
                 seen = seen.wrapping_add(1);
                 if seen.is_multiple_of(32) && self.cancel.is_cancelled() {
@@ -779,7 +780,7 @@ impl<S: EventSink> Turn<'_, S> {
                 };
                 assembler.push(&event);
                 let shown = partial.as_mut().and_then(|p| p.push(&event));
-                if let Some(forward) = forward(event) {
+                if listens && let Some(forward) = forward(event) {
                     self.sink.emit(forward).await;
                 }
                 if let Some(value) = shown {
@@ -833,7 +834,7 @@ impl<S: EventSink> Turn<'_, S> {
         let mut refused = Vec::with_capacity(calls.len());
         for call in calls {
             self.sink
-                .emit(AgentEvent::ToolCallStarted(call.clone()))
+                .emit_with(|| AgentEvent::ToolCallStarted(call.clone()))
                 .await;
             let (result, record) = exec::not_run(
                 call,
@@ -841,7 +842,7 @@ impl<S: EventSink> Turn<'_, S> {
                 format!("Not run: {limit}. Answer with what you have."),
             );
             self.sink
-                .emit(AgentEvent::ToolCallFinished(record.clone()))
+                .emit_with(|| AgentEvent::ToolCallFinished(record.clone()))
                 .await;
             refused.push((result, record));
         }

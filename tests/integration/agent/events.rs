@@ -525,3 +525,44 @@ async fn turns_model_calls_and_tool_calls_are_traced_with_gen_ai_fields() {
     assert_eq!(tool["gen_ai.tool.name"], "echo");
     assert_eq!(tool["gen_ai.tool.call.id"], "call_1");
 }
+
+/// `handle` makes no events when nobody listens; with a watcher it makes
+/// them all, as `stream` does.
+#[tokio::test]
+async fn a_watcher_sees_the_events_of_a_handled_turn() {
+    struct Kinds(Arc<std::sync::Mutex<Vec<String>>>);
+    impl ferrobot::agent::TurnWatch for Kinds {
+        fn event(&mut self, event: &AgentEvent) {
+            let kind = match event {
+                AgentEvent::TextDelta(t) => format!("text {t}"),
+                AgentEvent::ToolCallStarted(call) => format!("started {}", call.name),
+                AgentEvent::ToolCallFinished(record) => format!("finished {}", record.call.name),
+                AgentEvent::Status(Status::RunningTool { tool }) => format!("running {tool}"),
+                _ => return,
+            };
+            self.0.lock().unwrap().push(kind);
+        }
+        fn end(self: Box<Self>, _: Result<&ferrobot::Reply, &Error>) {}
+    }
+    let kinds = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = Arc::clone(&kinds);
+    let mock = MockProvider::new()
+        .then(MockTurn::new().tool_call("echo", json!({"a": 1})))
+        .then(MockTurn::new().text("Hello world").chunked(6));
+    let agent = Agent::builder()
+        .provider(mock)
+        .tool(echo_tool("echo"))
+        .watcher(move |_: &str, _: &ferrobot::agent::TurnRequest| Kinds(Arc::clone(&kept)))
+        .build();
+    agent.handle("a", "hi").await.unwrap();
+    assert_eq!(
+        *kinds.lock().unwrap(),
+        [
+            "started echo",
+            "running echo",
+            "finished echo",
+            "text Hello ",
+            "text world"
+        ]
+    );
+}
