@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -755,12 +756,16 @@ impl<S: EventSink> Turn<'_, S> {
         let mut assembler = Assembler::new();
         let mut partial = Partial::new(typed);
         let end = async {
-            // Events come first and the cancellation future is polled only
-            // while the stream waits: building and polling it for every event
-            // cost more than parsing the event. A stream that never waits is
-            // checked every 32 events.
+            // Events come first; cancellation is looked at only while the
+            // stream waits, when a cancel must wake this task. The
+            // cancellation future registers the task's waker when polled and
+            // stays registered, so it is polled again only for another
+            // waker; else the token is only read. (Polling it, or building
+            // it, for every event cost more than parsing the event.) A stream
+            // that never waits is checked every 32 events.
             let cancelled = self.cancel.cancelled();
             tokio::pin!(cancelled);
+            let mut registered: Option<std::task::Waker> = None;
             let mut seen: u32 = 0;
             let listens = self.sink.listens();
             loop {
@@ -768,10 +773,28 @@ impl<S: EventSink> Turn<'_, S> {
                 if seen.is_multiple_of(32) && self.cancel.is_cancelled() {
                     return CallEnd::Cancelled(assembler);
                 }
-                let next = tokio::select! {
-                    biased;
-                    next = events.next() => next,
-                    () = &mut cancelled => return CallEnd::Cancelled(assembler),
+                let next = std::future::poll_fn(|cx| {
+                    if let Poll::Ready(next) = events.poll_next_unpin(cx) {
+                        return Poll::Ready(Some(next));
+                    }
+                    match &registered {
+                        Some(waker) if waker.will_wake(cx.waker()) => {
+                            if self.cancel.is_cancelled() {
+                                return Poll::Ready(None);
+                            }
+                        }
+                        _ => {
+                            if cancelled.as_mut().poll(cx).is_ready() {
+                                return Poll::Ready(None);
+                            }
+                            registered = Some(cx.waker().clone());
+                        }
+                    }
+                    Poll::Pending
+                })
+                .await;
+                let Some(next) = next else {
+                    return CallEnd::Cancelled(assembler);
                 };
                 let event = match next {
                     Some(Ok(event)) => event,

@@ -165,3 +165,39 @@ async fn cancelling_during_a_tool_keeps_call_and_result_paired() {
     assert_eq!(result.call_id, stored[1].tool_calls().next().unwrap().id);
     assert!(result.is_error && result.content.starts_with("Interrupted"));
 }
+
+/// A turn whose model has gone quiet is stopped at once, also when another
+/// task polls it than the one that started it: the turn looks at its
+/// cancellation only while the stream waits, and must be woken by a stop.
+#[tokio::test(start_paused = true)]
+async fn a_turn_waiting_on_a_silent_model_stops_at_once_whichever_task_polls_it() {
+    let mock = MockProvider::new().then(
+        MockTurn::new()
+            .text("one two")
+            .chunked(4)
+            .delay(Duration::from_secs(60)),
+    );
+    let agent = Arc::new(Agent::builder().provider(mock).build());
+    let mut turn = Box::pin({
+        let agent = Arc::clone(&agent);
+        async move { agent.handle("a", "count").await }
+    });
+    // Started here, waiting for the model's first words...
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), &mut turn)
+            .await
+            .is_err()
+    );
+    // ...then polled by a task of its own.
+    let started = tokio::time::Instant::now();
+    let turn = tokio::spawn(turn);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(agent.stop("a"));
+    let ended = turn.await.unwrap();
+    assert!(matches!(ended, Err(Error::Cancelled)), "{ended:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "stopped after {:?}, not when asked",
+        started.elapsed()
+    );
+}
