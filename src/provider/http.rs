@@ -10,7 +10,6 @@ use futures_util::stream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::staged::Staged;
 use super::{EventStream, ProviderError, RetryPolicy};
 
 /// The events of one request under `retry`: the encoded `body` (or the error
@@ -29,15 +28,14 @@ where
         Ok(body) => body,
         Err(e) => return stream::iter([Err(e)]).boxed(),
     };
-    retry.run(cancel, move || {
+    retry.attempts(cancel, move || {
         let connecting = connect(body.clone());
-        Staged::new(async move {
+        async move {
             match connecting.await {
-                Ok(events) => (None, Some(events)),
+                Ok(mut events) => (events.next().await, Some(events)),
                 Err(error) => (Some(Err(error)), None),
             }
-        })
-        .boxed()
+        }
     })
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::staged::Staged;
+use super::staged::{Item, Staged};
 use super::{EventStream, ProviderError};
 
 /// When and how a failed model call is sent again.
@@ -107,14 +107,32 @@ impl RetryPolicy {
         cancel: &'a CancellationToken,
         mut start: impl FnMut() -> EventStream<'a> + Send + 'a,
     ) -> EventStream<'a> {
+        self.attempts(cancel, move || {
+            let mut events = start();
+            async move { (events.next().await, Some(events)) }
+        })
+    }
+
+    /// As [`run`](Self::run), with each try a future of its first item and
+    /// the rest of its stream: a connection can hand on its body's stream
+    /// itself, without a layer of its own between every event and its
+    /// reader.
+    pub(crate) fn attempts<'a, F>(
+        &'a self,
+        cancel: &'a CancellationToken,
+        mut try_once: impl FnMut() -> F + Send + 'a,
+    ) -> EventStream<'a>
+    where
+        F: Future<Output = (Option<Item>, Option<EventStream<'a>>)> + Send + 'a,
+    {
         Staged::new(async move {
             let started = Instant::now();
             let mut attempt = 1;
             loop {
-                let mut events = start();
-                let error = match events.next().await {
+                let (first, rest) = try_once().await;
+                let error = match first {
                     Some(Err(error)) => error,
-                    first => return (first, Some(events)),
+                    first => return (first, rest),
                 };
                 let delay = (error.is_retryable() && attempt < self.max_attempts)
                     .then(|| self.delay(attempt, error.retry_after()))

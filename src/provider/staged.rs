@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 
 use super::{EventStream, ProviderError, StreamEvent};
 
-type Item = Result<StreamEvent, ProviderError>;
+pub(crate) type Item = Result<StreamEvent, ProviderError>;
 
 /// Awaits `start` for an optional first item and the rest of the stream, then
 /// yields from the rest directly. It stands in for `once(fut).flatten()`
