@@ -754,7 +754,10 @@ impl<S: EventSink> Turn<'_, S> {
             .cancel(self.cancel);
         let mut events = provider.stream(request);
         let mut assembler = Assembler::new();
-        let mut partial = Partial::new(typed);
+        // What streams is made into events only for a listener: the typed
+        // answer's partial reads (a parse of all of it so far) too.
+        let listens = self.sink.listens();
+        let mut partial = listens.then(|| Partial::new(typed)).flatten();
         let end = async {
             // Events come first; cancellation is looked at only while the
             // stream waits, when a cancel must wake this task. The
@@ -767,7 +770,6 @@ impl<S: EventSink> Turn<'_, S> {
             tokio::pin!(cancelled);
             let mut registered: Option<std::task::Waker> = None;
             let mut seen: u32 = 0;
-            let listens = self.sink.listens();
             loop {
                 seen = seen.wrapping_add(1);
                 if seen.is_multiple_of(32) && self.cancel.is_cancelled() {
