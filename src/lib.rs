@@ -55,6 +55,8 @@ pub mod provider;
 #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
 pub mod schedule;
 pub mod testing;
+#[cfg(feature = "__tls")]
+mod tls;
 pub mod tool;
 #[cfg(feature = "tools")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tools")))]

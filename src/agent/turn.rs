@@ -359,13 +359,15 @@ impl<S: EventSink> Turn<'_, S> {
             decided.into_iter().unzip();
         self.usage += scope.take_spent();
         results.extend(pending.results.iter().cloned());
-        // In the order the model made the calls, as the first round would have.
-        let order: Vec<&str> = pending
-            .message
-            .tool_calls()
-            .map(|c| c.id.as_str())
-            .collect();
-        results.sort_by_key(|r| order.iter().position(|id| *id == r.call_id));
+        // In the order the model made the calls, as the first round would
+        // have; a result for no call of the message (none is expected) first.
+        let mut ordered = Vec::with_capacity(results.len());
+        for call in pending.message.tool_calls() {
+            while let Some(at) = results.iter().position(|r| r.call_id == call.id) {
+                ordered.push(results.remove(at));
+            }
+        }
+        results.append(&mut ordered);
         let step = [pending.message, Message::tool_results(results)];
         self.inner
             .history

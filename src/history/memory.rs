@@ -1,15 +1,19 @@
 //! The in-memory history store.
 
-use std::collections::{BTreeMap, HashMap};
+#[cfg(feature = "schedule")]
+use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
 use futures_util::future::BoxFuture;
 
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
-    Schedule, SearchHit, Stage, now, searchable_text, title_of, whole_secs,
+    ConversationInfo, HistoryError, HistoryStore, Intake, Mark, PendingTurn, SearchHit, Stage, now,
+    searchable_text, title_of,
 };
+#[cfg(feature = "schedule")]
+use super::{LaterMessage, Schedule, whole_secs};
 use crate::message::Message;
 use crate::policy::Approval;
 
@@ -30,6 +34,7 @@ use crate::policy::Approval;
 #[derive(Debug, Default)]
 pub struct MemoryHistory {
     conversations: Mutex<HashMap<String, Conversation>>,
+    #[cfg(feature = "schedule")]
     scheduled: Mutex<Scheduled>,
     journal: Mutex<Journal>,
 }
@@ -37,20 +42,23 @@ pub struct MemoryHistory {
 /// Journaled messages in the order received, and where each is.
 #[derive(Debug, Default)]
 struct Journal {
-    last: u64,
-    entries: BTreeMap<u64, Intake>,
-    by_id: HashMap<String, u64>,
+    last: usize,
+    /// By sequence number, ascending: appended in order, found by halving.
+    entries: Vec<(usize, Intake)>,
+    by_id: HashMap<String, usize>,
 }
 
 impl Journal {
     fn get_mut(&mut self, id: &str) -> Option<&mut Intake> {
-        let seq = self.by_id.get(id)?;
-        self.entries.get_mut(seq)
+        let seq = *self.by_id.get(id)?;
+        let at = self.entries.binary_search_by_key(&seq, |(s, _)| *s).ok()?;
+        Some(&mut self.entries[at].1)
     }
 }
 
 /// Schedules and later messages, by id; ids count up from 1 and are never
 /// reused, as in the SQLite store.
+#[cfg(feature = "schedule")]
 #[derive(Debug, Default)]
 struct Scheduled {
     last_schedule: u64,
@@ -80,6 +88,22 @@ impl Conversation {
     }
 }
 
+/// A conversation with its id, as [`sorted`] orders them.
+type Entry<'c> = (&'c String, &'c Conversation);
+
+/// The conversations in `order`. The order is a function pointer rather
+/// than a closure so that every caller shares one sort's code (a closure
+/// type of its own would make the compiler write the sort again), and the
+/// sort moves references, not the conversations.
+fn sorted(
+    conversations: &HashMap<String, Conversation>,
+    order: fn(&Entry<'_>, &Entry<'_>) -> std::cmp::Ordering,
+) -> Vec<Entry<'_>> {
+    let mut entries: Vec<Entry<'_>> = conversations.iter().collect();
+    entries.sort_unstable_by(order);
+    entries
+}
+
 impl MemoryHistory {
     /// An empty store.
     pub fn new() -> Self {
@@ -92,6 +116,7 @@ impl MemoryHistory {
         f(&mut self.conversations.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    #[cfg(feature = "schedule")]
     fn scheduled<T>(&self, f: impl FnOnce(&mut Scheduled) -> T) -> T {
         // Every write is a single insert, remove or field update.
         f(&mut self.scheduled.lock().unwrap_or_else(|e| e.into_inner()))
@@ -234,18 +259,21 @@ impl HistoryStore for MemoryHistory {
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationInfo>, HistoryError>> {
-        let mut list: Vec<ConversationInfo> = self.with(|c| {
-            c.iter()
-                .map(|(id, c)| ConversationInfo {
-                    id: id.clone(),
-                    title: title_of(&c.messages),
-                    created: c.created,
-                    updated: c.updated,
-                    messages: c.messages.len(),
-                })
-                .collect()
+        let list: Vec<ConversationInfo> = self.with(|c| {
+            // Newest first, then by id (unique: a total order).
+            sorted(c, |(a_id, a), (b_id, b)| {
+                b.updated.cmp(&a.updated).then_with(|| a_id.cmp(b_id))
+            })
+            .into_iter()
+            .map(|(id, c)| ConversationInfo {
+                id: id.clone(),
+                title: title_of(&c.messages),
+                created: c.created,
+                updated: c.updated,
+                messages: c.messages.len(),
+            })
+            .collect()
         });
-        list.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
         Box::pin(async move { Ok(list) })
     }
 
@@ -256,8 +284,10 @@ impl HistoryStore for MemoryHistory {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<SearchHit>, HistoryError>> {
         let needle = query.to_lowercase();
-        let mut hits: Vec<SearchHit> = self.with(|c| {
-            c.iter()
+        let hits: Vec<SearchHit> = self.with(|c| {
+            // By conversation, then by position: the messages are in order.
+            sorted(c, |(a, _), (b, _)| a.cmp(b))
+                .into_iter()
                 .flat_map(|(id, c)| {
                     c.messages
                         .iter()
@@ -273,17 +303,13 @@ impl HistoryStore for MemoryHistory {
                             })
                         })
                 })
+                .take(limit)
                 .collect()
         });
-        hits.sort_by(|a, b| {
-            a.conversation
-                .cmp(&b.conversation)
-                .then(a.index.cmp(&b.index))
-        });
-        hits.truncate(limit);
         Box::pin(async move { Ok(hits) })
     }
 
+    #[cfg(feature = "schedule")]
     fn add_schedule<'a>(
         &'a self,
         schedule: &'a Schedule,
@@ -299,6 +325,7 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async move { Ok(id) })
     }
 
+    #[cfg(feature = "schedule")]
     fn schedules<'a>(
         &'a self,
         conversation: Option<&'a str>,
@@ -313,11 +340,13 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async move { Ok(found) })
     }
 
+    #[cfg(feature = "schedule")]
     fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         let removed = self.scheduled(|s| s.schedules.remove(&id).is_some());
         Box::pin(async move { Ok(removed) })
     }
 
+    #[cfg(feature = "schedule")]
     fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
         let mut due: Vec<Schedule> = self.scheduled(|s| {
             s.schedules
@@ -330,6 +359,7 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async move { Ok(due) })
     }
 
+    #[cfg(feature = "schedule")]
     fn claim_schedule(
         &self,
         id: u64,
@@ -346,6 +376,7 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async move { Ok(claimed) })
     }
 
+    #[cfg(feature = "schedule")]
     fn record_schedule_run<'a>(
         &'a self,
         id: u64,
@@ -363,6 +394,7 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async { Ok(()) })
     }
 
+    #[cfg(feature = "schedule")]
     fn add_later_message<'a>(
         &'a self,
         message: &'a LaterMessage,
@@ -378,6 +410,7 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async move { Ok(id) })
     }
 
+    #[cfg(feature = "schedule")]
     fn due_later_messages(
         &self,
         now: SystemTime,
@@ -388,11 +421,13 @@ impl HistoryStore for MemoryHistory {
         Box::pin(async move { Ok(due) })
     }
 
+    #[cfg(feature = "schedule")]
     fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         let taken = self.scheduled(|s| s.later.remove(&id).is_some());
         Box::pin(async move { Ok(taken) })
     }
 
+    #[cfg(feature = "schedule")]
     fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
         let next = self.scheduled(|s| {
             s.schedules
@@ -411,7 +446,7 @@ impl HistoryStore for MemoryHistory {
             }
             j.last += 1;
             j.by_id.insert(intake.id.clone(), j.last);
-            j.entries.insert(j.last, intake.clone());
+            j.entries.push((j.last, intake.clone()));
             true
         });
         Box::pin(async move { Ok(new) })
@@ -425,7 +460,8 @@ impl HistoryStore for MemoryHistory {
     fn unfinished(&self) -> BoxFuture<'_, Result<Vec<Intake>, HistoryError>> {
         let unfinished = self.journal(|j| {
             j.entries
-                .values()
+                .iter()
+                .map(|(_, i)| i)
                 .filter(|i| i.stage != Stage::Delivered)
                 .cloned()
                 .collect()
@@ -450,18 +486,16 @@ impl HistoryStore for MemoryHistory {
 
     fn forget_delivered(&self, before: SystemTime) -> BoxFuture<'_, Result<u64, HistoryError>> {
         let forgotten = self.journal(|j| {
-            let old: Vec<u64> = j
-                .entries
-                .iter()
-                .filter(|(_, i)| i.stage == Stage::Delivered && i.received < before)
-                .map(|(seq, _)| *seq)
-                .collect();
-            for seq in &old {
-                if let Some(intake) = j.entries.remove(seq) {
-                    j.by_id.remove(&intake.id);
+            let Journal { entries, by_id, .. } = j;
+            let before_count = entries.len();
+            entries.retain(|(_, i)| {
+                let old = i.stage == Stage::Delivered && i.received < before;
+                if old {
+                    by_id.remove(&i.id);
                 }
-            }
-            old.len() as u64
+                !old
+            });
+            (before_count - entries.len()) as u64
         });
         Box::pin(async move { Ok(forgotten) })
     }

@@ -19,7 +19,9 @@ mod pending;
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod rows;
+#[cfg(feature = "schedule")]
 mod scheduled;
+mod seconds;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -37,10 +39,14 @@ pub use pending::{PendingCall, PendingTurn};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresHistory;
+#[cfg(feature = "schedule")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
 pub use scheduled::{LaterMessage, Recurrence, Schedule};
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) use scheduled::{from_secs, to_secs};
-pub(crate) use scheduled::{human_interval, whole_secs};
+pub(crate) use seconds::human_interval;
+#[cfg(feature = "schedule")]
+pub(crate) use seconds::whole_secs;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "schedule"))]
+pub(crate) use seconds::{from_secs, to_secs};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteHistory;
@@ -220,6 +226,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no schedules.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn add_schedule<'a>(
         &'a self,
         schedule: &'a Schedule,
@@ -233,6 +241,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no schedules.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn schedules<'a>(
         &'a self,
         conversation: Option<&'a str>,
@@ -246,6 +256,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no schedules.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         let _ = id;
         unsupported("remove_schedule")
@@ -258,6 +270,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no schedules.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
         let _ = now;
         unsupported("due_schedules")
@@ -273,6 +287,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no schedules.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn claim_schedule(
         &self,
         id: u64,
@@ -291,6 +307,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no schedules.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn record_schedule_run<'a>(
         &'a self,
         id: u64,
@@ -308,6 +326,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no later messages.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn add_later_message<'a>(
         &'a self,
         message: &'a LaterMessage,
@@ -321,6 +341,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no later messages.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn due_later_messages(
         &self,
         now: SystemTime,
@@ -335,6 +357,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps no later messages.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         let _ = id;
         unsupported("take_later_message")
@@ -345,6 +369,8 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// When the store fails or keeps neither.
+    #[cfg(feature = "schedule")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
     fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
         unsupported("next_due")
     }

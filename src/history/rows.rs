@@ -3,7 +3,9 @@
 
 use crate::message::{Message, Role};
 
-use super::{HistoryError, Intake, PendingTurn, Schedule, Stage, from_secs};
+#[cfg(feature = "schedule")]
+use super::Schedule;
+use super::{HistoryError, Intake, PendingTurn, Stage, from_secs};
 
 /// Message `seq` of `conversation` from its stored serde form; one this
 /// version can't read is [`HistoryError::Corrupt`], naming it.
@@ -49,6 +51,7 @@ pub(crate) fn image_key(media_type: &str, data: &[u8]) -> String {
 }
 
 /// The columns `schedule_from` reads, in its order.
+#[cfg(feature = "schedule")]
 pub(crate) const SCHEDULE_COLUMNS: &str =
     "id, conversation, prompt, recurrence, next_due, created_at, last_run, last_error, attempts";
 
@@ -57,6 +60,7 @@ pub(crate) const INTAKE_COLUMNS: &str =
     "id, chat, payload, stage, conversation, calling, reply, answer, received_at";
 
 /// A schedule's row, in [`SCHEDULE_COLUMNS`]' order, as both stores read it.
+#[cfg(feature = "schedule")]
 pub(crate) struct ScheduleRow {
     pub(crate) id: i64,
     pub(crate) conversation: String,
@@ -69,6 +73,7 @@ pub(crate) struct ScheduleRow {
     pub(crate) attempts: i64,
 }
 
+#[cfg(feature = "schedule")]
 impl ScheduleRow {
     /// The schedule; a recurrence this version can't read is an error
     /// naming the schedule, with the column it is in.

@@ -1,12 +1,13 @@
 //! Scheduled prompts and later messages, as the stores keep them.
 //!
-//! These are plain records, compiled whatever the features: the stores keep
-//! them, and the `schedule` feature's `Scheduler` runs them. Times are kept
-//! to the second.
+//! Plain records, with the `schedule` feature: the stores keep them, and
+//! its `Scheduler` runs them. Times are kept to the second.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
+
+use super::{from_secs, human_interval, to_secs, whole_secs};
 
 /// When a scheduled prompt runs.
 ///
@@ -48,22 +49,6 @@ impl std::fmt::Display for Recurrence {
             Recurrence::Once(at) => write!(f, "once at {}s since the Unix epoch", to_secs(*at)),
         }
     }
-}
-
-/// An interval the way people write it: `1d`, `1h30m`, `45s`.
-pub(crate) fn human_interval(interval: Duration) -> String {
-    let mut left = interval.as_secs();
-    if left == 0 {
-        return "0s".to_owned();
-    }
-    let mut text = String::new();
-    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
-        if left >= size {
-            text.push_str(&format!("{}{unit}", left / size));
-            left %= size;
-        }
-    }
-    text
 }
 
 /// A prompt the agent runs on a schedule, as a turn of the conversation
@@ -165,22 +150,6 @@ impl LaterMessage {
     }
 }
 
-/// Seconds since the Unix epoch (0 before it).
-pub(crate) fn to_secs(time: SystemTime) -> i64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
-/// The time `secs` seconds after the Unix epoch.
-pub(crate) fn from_secs(secs: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0))
-}
-
-/// `time` to the second below, as the stores keep it.
-pub(crate) fn whole_secs(time: SystemTime) -> SystemTime {
-    from_secs(to_secs(time))
-}
-
 mod secs {
     use std::time::Duration;
 
@@ -258,12 +227,5 @@ mod tests {
                 serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
             assert_eq!(back, r);
         }
-    }
-
-    #[test]
-    fn intervals_read_as_people_write_them() {
-        assert_eq!(human_interval(Duration::from_secs(5400)), "1h30m");
-        assert_eq!(human_interval(Duration::from_secs(86_400)), "1d");
-        assert_eq!(human_interval(Duration::from_secs(45)), "45s");
     }
 }

@@ -8,13 +8,16 @@ use futures_util::future::BoxFuture;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
 use super::rows::{
-    INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, message_from,
-    pending_from, role_from, role_name, storage,
+    INTAKE_COLUMNS, IntakeRow, image_key, message_from, pending_from, role_from, role_name, storage,
 };
+#[cfg(feature = "schedule")]
+use super::rows::{SCHEDULE_COLUMNS, ScheduleRow};
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
-    Schedule, SearchHit, from_secs, now, searchable_text, title_of, to_secs,
+    ConversationInfo, HistoryError, HistoryStore, Intake, Mark, PendingTurn, SearchHit, now,
+    searchable_text, title_of, to_secs,
 };
+#[cfg(feature = "schedule")]
+use super::{LaterMessage, Schedule, from_secs};
 use crate::message::{Image, Message};
 use crate::policy::Approval;
 
@@ -740,6 +743,7 @@ fn set_pending_in(
 }
 
 /// A schedule from a row of [`SCHEDULE_COLUMNS`].
+#[cfg(feature = "schedule")]
 fn schedule_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Schedule> {
     ScheduleRow {
         id: row.get(0)?,
@@ -761,6 +765,7 @@ fn unreadable((column, what): (usize, String)) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
 }
 
+#[cfg(feature = "schedule")]
 fn later_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<LaterMessage> {
     Ok(LaterMessage {
         id: row.get::<_, i64>(0)? as u64,
@@ -822,6 +827,7 @@ fn intake_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Intake> {
 }
 
 /// An id as SQLite keeps it; one past `i64::MAX` names no row.
+#[cfg(feature = "schedule")]
 fn row_id(id: u64) -> i64 {
     i64::try_from(id).unwrap_or(-1)
 }
@@ -1081,6 +1087,7 @@ impl HistoryStore for SqliteHistory {
             )
         })
     }
+    #[cfg(feature = "schedule")]
     fn add_schedule<'a>(
         &'a self,
         schedule: &'a Schedule,
@@ -1107,6 +1114,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn schedules<'a>(
         &'a self,
         conversation: Option<&'a str>,
@@ -1125,6 +1133,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         self.sql(move |connection| {
             let removed =
@@ -1133,6 +1142,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
         self.sql(move |connection| {
             select_all(
@@ -1147,6 +1157,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     /// One `UPDATE … WHERE next_due IS ?from`: SQLite runs it atomically,
     /// so of two schedulers on one file (or two processes), one claims.
     fn claim_schedule(
@@ -1165,6 +1176,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn record_schedule_run<'a>(
         &'a self,
         id: u64,
@@ -1183,6 +1195,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn add_later_message<'a>(
         &'a self,
         message: &'a LaterMessage,
@@ -1204,6 +1217,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn due_later_messages(
         &self,
         now: SystemTime,
@@ -1219,6 +1233,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         self.sql(move |connection| {
             let taken =
@@ -1227,6 +1242,7 @@ impl HistoryStore for SqliteHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
         self.sql(move |connection| {
             let next: Option<i64> = connection.query_row(

@@ -170,10 +170,8 @@ fn http(
             .map_err(|_| format!("the value of the header `{name}` is not valid in a header"))?;
         custom.insert(header, value);
     }
-    // reqwest is built without a bundled crypto provider; ring is ours. If
-    // the application installed another one first, that one is kept.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(crate::tls::client_config()?)
         .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("could not build the HTTP client: {e}"))?;

@@ -108,9 +108,7 @@ impl Assembler {
     /// The assembled message, finish reason and usage.
     pub fn finish(self) -> Assembled {
         let mut parts = self.parts;
-        let mut calls = self.calls;
-        calls.sort_by_key(|c| c.index);
-        parts.extend(calls.into_iter().map(|call| {
+        parts.extend(self.calls.into_iter().map(|call| {
             Part::ToolCall(ToolCall {
                 id: if call.id.is_empty() {
                     generate_call_id()
@@ -171,16 +169,19 @@ impl Assembler {
     }
 
     fn push_call(&mut self, delta: &ToolCallDelta) {
-        let call = match self.calls.iter_mut().position(|c| c.index == delta.index) {
-            Some(i) => &mut self.calls[i],
-            None => {
-                self.calls.push(PendingCall {
+        // Kept in index order as they arrive (a sort at the end would cost
+        // a sort's code for a handful of calls).
+        let at = self.calls.partition_point(|c| c.index < delta.index);
+        if self.calls.get(at).is_none_or(|c| c.index != delta.index) {
+            self.calls.insert(
+                at,
+                PendingCall {
                     index: delta.index,
                     ..PendingCall::default()
-                });
-                self.calls.last_mut().expect("just pushed")
-            }
-        };
+                },
+            );
+        }
+        let call = &mut self.calls[at];
         if let Some(id) = delta.id.as_deref().filter(|id| !id.is_empty())
             && call.id.is_empty()
         {

@@ -123,10 +123,8 @@ pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String>
     if shared.len() == KEPT {
         shared.remove(0);
     }
-    // reqwest is built without a bundled crypto provider; ring is ours. If
-    // the application installed another one first, that one is kept.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(crate::tls::client_config()?)
         .connect_timeout(connect)
         .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
         .build()

@@ -316,3 +316,9 @@ async fn a_dialect_of_your_own() {
     let agent = ferrobot::Agent::builder().provider(local).build();
     assert_eq!(agent.handle("me", "hi").await.unwrap().text, "Hello there");
 }
+
+#[test]
+fn own_crypto_provider() {
+    rustls::crypto::ring::default_provider().install_default().ok();
+    assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+}

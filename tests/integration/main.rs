@@ -127,6 +127,10 @@ mod power;
 // proptest: any split of a stream into network reads gives the same events.
 #[cfg(feature = "openai")]
 mod split;
+
+// HTTPS with the library's TLS set-up.
+#[cfg(feature = "openai")]
+mod tls;
 // What several modules build the same way: a message of every part type,
 // a slow echoing model.
 mod fixtures;

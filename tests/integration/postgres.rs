@@ -2,14 +2,15 @@
 //! `FERROBOT_TEST_POSTGRES_URL` (`.ci/postgres` starts one), each test in a
 //! database of its own, so that tests run in parallel.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use ferrobot_testkit::postgres::{Database, run_sql};
 
 use ferrobot::history::{
-    HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingCall, PendingTurn,
-    PostgresHistory, Recurrence, Schedule, Stage,
+    HistoryError, HistoryStore, Intake, Mark, PendingCall, PendingTurn, PostgresHistory, Stage,
 };
+#[cfg(feature = "schedule")]
+use ferrobot::history::{LaterMessage, Recurrence, Schedule};
 use ferrobot::policy::{Approval, Scope};
 use ferrobot::{Image, Message, Part, Role, ToolCall, ToolResult};
 use serde_json::json;
@@ -265,13 +266,14 @@ async fn approvals_and_a_pending_turn_settle_together() {
     db.remove().await;
 }
 
+#[cfg(feature = "schedule")]
 #[tokio::test]
 async fn schedules_are_claimed_by_exactly_one_of_two_stores() {
     let Some(db) = Database::new().await else {
         return;
     };
     let (one, two) = (store_on(&db).await, store_on(&db).await);
-    let start = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let start = std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let hour = Duration::from_secs(3600);
     let hourly = Recurrence::Every(hour);
     let first = one
@@ -359,6 +361,7 @@ async fn schedules_are_claimed_by_exactly_one_of_two_stores() {
     db.remove().await;
 }
 
+#[cfg(feature = "schedule")]
 #[tokio::test]
 async fn a_later_message_is_taken_once_by_two_stores() {
     let Some(db) = Database::new().await else {
@@ -366,7 +369,7 @@ async fn a_later_message_is_taken_once_by_two_stores() {
     };
     let (one, two) = (store_on(&db).await, store_on(&db).await);
     assert_eq!(one.next_due().await.unwrap(), None);
-    let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let id = one
         .add_later_message(&LaterMessage::new("ann", "Rebooting now.", at))
         .await

@@ -26,13 +26,16 @@ mod lease;
 mod replica;
 
 use super::rows::{
-    INTAKE_COLUMNS, IntakeRow, SCHEDULE_COLUMNS, ScheduleRow, image_key, message_from,
-    pending_from, role_from, role_name, storage,
+    INTAKE_COLUMNS, IntakeRow, image_key, message_from, pending_from, role_from, role_name, storage,
 };
+#[cfg(feature = "schedule")]
+use super::rows::{SCHEDULE_COLUMNS, ScheduleRow};
 use super::{
-    ConversationInfo, HistoryError, HistoryStore, Intake, LaterMessage, Mark, PendingTurn,
-    Schedule, SearchHit, from_secs, now, searchable_text, title_of, to_secs,
+    ConversationInfo, HistoryError, HistoryStore, Intake, Mark, PendingTurn, SearchHit, now,
+    searchable_text, title_of, to_secs,
 };
+#[cfg(feature = "schedule")]
+use super::{LaterMessage, Schedule, from_secs};
 use crate::message::{Image, Message};
 use crate::policy::Approval;
 
@@ -1110,6 +1113,7 @@ async fn mark_in(tx: &Transaction<'_>, id: &str, mark: &Mark) -> Result<(), Fail
 }
 
 /// A schedule from a row of [`SCHEDULE_COLUMNS`].
+#[cfg(feature = "schedule")]
 fn schedule_from(row: &Row) -> Result<Schedule, Fail> {
     ScheduleRow {
         id: row.try_get(0)?,
@@ -1151,6 +1155,7 @@ fn unreadable((_, what): (usize, String)) -> Fail {
     })
 }
 
+#[cfg(feature = "schedule")]
 fn later_from(row: &Row) -> Result<LaterMessage, Fail> {
     Ok(LaterMessage {
         id: row.try_get::<_, i64>(0)? as u64,
@@ -1161,6 +1166,7 @@ fn later_from(row: &Row) -> Result<LaterMessage, Fail> {
 }
 
 /// An id as PostgreSQL keeps it; one past `i64::MAX` names no row.
+#[cfg(feature = "schedule")]
 fn row_id(id: u64) -> i64 {
     i64::try_from(id).unwrap_or(-1)
 }
@@ -1446,6 +1452,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn add_schedule<'a>(
         &'a self,
         schedule: &'a Schedule,
@@ -1470,6 +1477,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn schedules<'a>(
         &'a self,
         conversation: Option<&'a str>,
@@ -1488,6 +1496,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn remove_schedule(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         self.run(async move {
             let removed = self
@@ -1497,6 +1506,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn due_schedules(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<Schedule>, HistoryError>> {
         self.run(async move {
             let rows = self
@@ -1525,6 +1535,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn claim_schedule(
         &self,
         id: u64,
@@ -1543,6 +1554,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn record_schedule_run<'a>(
         &'a self,
         id: u64,
@@ -1560,6 +1572,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn add_later_message<'a>(
         &'a self,
         message: &'a LaterMessage,
@@ -1582,6 +1595,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn due_later_messages(
         &self,
         now: SystemTime,
@@ -1598,6 +1612,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn take_later_message(&self, id: u64) -> BoxFuture<'_, Result<bool, HistoryError>> {
         self.run(async move {
             let taken = self
@@ -1607,6 +1622,7 @@ impl HistoryStore for PostgresHistory {
         })
     }
 
+    #[cfg(feature = "schedule")]
     fn next_due(&self) -> BoxFuture<'_, Result<Option<SystemTime>, HistoryError>> {
         self.run(async move {
             let client = self.client().await?;
