@@ -303,7 +303,7 @@ impl<D: Dialect> Http<D> {
             response.bytes_stream(),
             self.dialect.framing(),
             self.dialect.decoder(),
-            redact(&url),
+            redact(&url).into_owned(),
             read_timeout,
             tap,
         )

@@ -353,7 +353,7 @@ impl Endpoint {
                 match tokio::time::timeout(wait, request.send()).await {
                     Ok(result) => result.map_err(|e| transport_error(&shown_url, wait, e)),
                     Err(_) => Err(ProviderError::Timeout {
-                        endpoint: shown_url.clone(),
+                        endpoint: shown_url.to_string(),
                         after: wait,
                     }),
                 }
@@ -457,7 +457,7 @@ impl Endpoint {
         match tokio::time::timeout(wait, read).await {
             Ok(result) => result,
             Err(_) => Err(ProviderError::Timeout {
-                endpoint: shown_url,
+                endpoint: shown_url.into_owned(),
                 after: wait,
             }),
         }

@@ -2,6 +2,7 @@
 //! status and transport errors, `Retry-After`, read time-outs, and keeping
 //! credentials out of messages.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -59,14 +60,18 @@ pub(crate) fn transport_error(
 }
 
 /// The URL without `user:password@`, for messages and logs.
-pub(crate) fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> Cow<'_, str> {
+    // Every request's URL comes here; one scan for `@` clears most of them.
+    if !url.contains('@') {
+        return Cow::Borrowed(url);
+    }
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+        return Cow::Borrowed(url);
     };
     let authority_end = rest.find('/').unwrap_or(rest.len());
     match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_owned(),
+        Some(at) => Cow::Owned(format!("{scheme}://{}", &rest[at + 1..])),
+        None => Cow::Borrowed(url),
     }
 }
 
@@ -163,27 +168,36 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Tells when a response body has been silent for a whole read time-out.
-/// Reading the clock on every read cost more than parsing the bytes, so a
-/// read only marks progress; the clock is read when the body next keeps us
-/// waiting, and the timer is re-armed only when it fires early.
+/// Reading the clock, or polling a timer, for every chunk cost more than
+/// parsing the chunk; so a read only marks progress, and one timer looks at
+/// the marks every quarter of the time-out. A body is cut off after four
+/// quarters in a row without a byte: a stream that falls silent is ended
+/// between one and one and a quarter time-outs after its last byte, and a
+/// body that never marks progress (a whole answer) after one time-out.
 pub(crate) struct IdleTimer {
     timeout: Duration,
-    /// When the body was last seen sending bytes, as of the last wait.
-    last_read: std::time::Instant,
-    /// Whether bytes came since `last_read` was set.
+    /// Whether bytes came in the quarter under way.
     progressed: bool,
-    /// Fires at the earliest moment the time-out could have passed; armed
-    /// when the body first keeps us waiting.
-    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// Quarters in a row that passed without a byte.
+    quiet: u8,
+    /// Ends the quarter under way; armed when the body first keeps us waiting.
+    quarter: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// The waker the timer wakes when the quarter ends: while the same task
+    /// waits, the timer is only looked at, not polled again.
+    registered: Option<std::task::Waker>,
 }
 
 impl IdleTimer {
+    /// Quarters of silence that make a time-out.
+    const QUARTERS: u8 = 4;
+
     pub(crate) fn new(timeout: Duration) -> Self {
         Self {
             timeout,
-            last_read: std::time::Instant::now(),
             progressed: false,
-            sleep: None,
+            quiet: 0,
+            quarter: None,
+            registered: None,
         }
     }
 
@@ -197,25 +211,47 @@ impl IdleTimer {
         self.progressed = true;
     }
 
+    /// The end of a quarter of `timeout` that starts now; `None` for a
+    /// time-out too long to add to a clock reading, which never fires.
+    fn quarter_from_now(timeout: Duration) -> Option<tokio::time::Instant> {
+        tokio::time::Instant::now().checked_add(timeout / u32::from(Self::QUARTERS))
+    }
+
     /// Whether the body has been silent for the whole time-out; if not, the
     /// task is woken when it could be.
     pub(crate) fn timed_out(&mut self, cx: &mut std::task::Context<'_>) -> bool {
-        if std::mem::take(&mut self.progressed) {
-            self.last_read = std::time::Instant::now();
-        }
-        // A time-out too long to add to a clock reading never fires.
-        let Some(deadline) = self.last_read.checked_add(self.timeout) else {
-            return false;
+        let quarter = match &mut self.quarter {
+            Some(quarter) => quarter,
+            None => {
+                let Some(end) = Self::quarter_from_now(self.timeout) else {
+                    return false;
+                };
+                self.quarter.insert(Box::pin(tokio::time::sleep_until(end)))
+            }
         };
-        let deadline = tokio::time::Instant::from_std(deadline);
-        let sleep = self
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        while sleep.as_mut().poll(cx).is_ready() {
-            if deadline <= tokio::time::Instant::now() {
+        let waiting = self
+            .registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()));
+        if waiting && !quarter.is_elapsed() {
+            return false;
+        }
+        while quarter.as_mut().poll(cx).is_ready() {
+            if std::mem::take(&mut self.progressed) {
+                self.quiet = 0;
+            } else {
+                self.quiet += 1;
+            }
+            if self.quiet >= Self::QUARTERS {
                 return true;
             }
-            sleep.as_mut().reset(deadline);
+            let Some(end) = Self::quarter_from_now(self.timeout) else {
+                return false;
+            };
+            quarter.as_mut().reset(end);
+        }
+        if !waiting {
+            self.registered = Some(cx.waker().clone());
         }
         false
     }
@@ -224,6 +260,57 @@ impl IdleTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Waits until `idle` says the body timed out.
+    async fn cut_off(idle: &mut IdleTimer) {
+        std::future::poll_fn(|cx| {
+            if idle.timed_out(cx) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_is_cut_off_between_one_and_a_quarter_time_outs_after_its_last_byte() {
+        let timeout = Duration::from_secs(100);
+        let mut idle = IdleTimer::new(timeout);
+        // A byte every 90 s, for longer than a time-out: never cut off.
+        for _ in 0..6 {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(90)) => idle.read(),
+                () = cut_off(&mut idle) => panic!("cut off while bytes came"),
+            }
+        }
+        let last_byte = tokio::time::Instant::now();
+        cut_off(&mut idle).await;
+        let silent = last_byte.elapsed();
+        assert!(
+            silent >= timeout && silent <= timeout + timeout / 4,
+            "cut off after {silent:?} of silence"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_never_marks_progress_is_cut_off_after_one_time_out() {
+        let started = tokio::time::Instant::now();
+        let mut idle = IdleTimer::new(Duration::from_secs(8));
+        cut_off(&mut idle).await;
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_secs(8) && waited < Duration::from_millis(8_100),
+            "{waited:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_time_out_too_long_for_the_clock_never_fires() {
+        let mut idle = IdleTimer::new(Duration::MAX);
+        let waited = tokio::time::timeout(Duration::from_secs(3600), cut_off(&mut idle)).await;
+        assert!(waited.is_err());
+    }
 
     #[test]
     fn error_messages_come_from_every_common_shape() {

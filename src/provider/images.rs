@@ -27,7 +27,6 @@
     allow(dead_code)
 )]
 
-use std::collections::HashMap;
 use std::fmt;
 
 use super::ProviderError;
@@ -148,11 +147,10 @@ pub(crate) fn check(
         provider: provider.to_owned(),
         message,
     };
-    let mut names = ToolNames::default();
     let mut total: u64 = 0;
     for (m, message) in messages.iter().enumerate() {
-        names.learn(message);
-        for (place, image) in places(m, message, &names) {
+        let names = ToolNames(&messages[..m]);
+        for (place, image) in places(m, message, names) {
             let size = match image {
                 Image::Bytes { data, .. } => counted(limits.counted, data.len() as u64),
                 Image::Url { .. } if limits.urls => continue,
@@ -256,7 +254,7 @@ impl fmt::Display for Place<'_> {
 fn places<'a>(
     m: usize,
     message: &'a Message,
-    names: &ToolNames<'a>,
+    names: ToolNames<'a>,
 ) -> impl Iterator<Item = (Place<'a>, &'a Image)> {
     let message_number = m + 1;
     let own = message
@@ -288,24 +286,24 @@ fn places<'a>(
     own.chain(from_tools)
 }
 
-/// The names of the tools called so far, by call id: tool results carry
-/// only the id.
-#[derive(Debug, Default)]
-pub(crate) struct ToolNames<'a>(HashMap<&'a str, &'a str>);
+/// The names of the tools called in some messages, by call id: tool
+/// results carry only the id. Asked only about results that show images,
+/// so it searches the messages rather than indexing every call of every
+/// request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolNames<'a>(pub(crate) &'a [Message]);
 
 impl<'a> ToolNames<'a> {
-    /// Learns the calls of `message`.
-    pub(crate) fn learn(&mut self, message: &'a Message) {
-        if message.role == Role::Assistant {
-            for call in message.tool_calls() {
-                self.0.insert(&call.id, &call.name);
-            }
-        }
-    }
-
-    /// The name of the tool called as `call_id`, if known.
+    /// The name of the tool called as `call_id` (the latest such call), if
+    /// known.
     pub(crate) fn get(&self, call_id: &str) -> Option<&'a str> {
-        self.0.get(call_id).copied()
+        self.0
+            .iter()
+            .rev()
+            .filter(|message| message.role == Role::Assistant)
+            .flat_map(Message::tool_calls)
+            .find(|call| call.id == call_id)
+            .map(|call| call.name.as_str())
     }
 }
 

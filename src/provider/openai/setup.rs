@@ -93,7 +93,7 @@ impl OpenAiCompatible {
             (Some(url), None) => {
                 return Err(EnvError::MissingModel {
                     variable: model_var,
-                    base_url: redact(&url),
+                    base_url: redact(&url).into_owned(),
                 });
             }
         };
@@ -138,7 +138,7 @@ impl OpenAiCompatible {
     /// ```
     pub async fn check_health(&self) -> Result<Health, HealthError> {
         let health = Provider::health(self).await;
-        let base_url = redact(self.base_url());
+        let base_url = redact(self.base_url()).into_owned();
         let env_prefix = self.dialect().env_prefix.clone();
         if !health.reachable {
             return Err(HealthError::Unreachable {

@@ -61,15 +61,13 @@ impl Serialize for Messages<'_> {
                 content: system,
             })?;
         }
-        let mut names = ToolNames::default();
         // Results of the current run of tool messages that showed images.
         let mut shown: Vec<&ToolResult> = Vec::new();
-        for message in self.messages {
-            names.learn(message);
+        for (m, message) in self.messages.iter().enumerate() {
             if message.role != Role::Tool && !shown.is_empty() {
                 seq.serialize_element(&ToolImages {
                     results: &shown,
-                    names: &names,
+                    names: ToolNames(&self.messages[..m]),
                 })?;
                 shown.clear();
             }
@@ -106,7 +104,7 @@ impl Serialize for Messages<'_> {
         if !shown.is_empty() {
             seq.serialize_element(&ToolImages {
                 results: &shown,
-                names: &names,
+                names: ToolNames(self.messages),
             })?;
         }
         seq.end()
@@ -149,7 +147,7 @@ impl Serialize for UserMessage<'_> {
 /// their results showed, each result's introduced by which call it was.
 struct ToolImages<'a, 'b> {
     results: &'b [&'a ToolResult],
-    names: &'b ToolNames<'a>,
+    names: ToolNames<'a>,
 }
 
 impl Serialize for ToolImages<'_, '_> {
