@@ -184,17 +184,3 @@ async fn ten_thousand_conversations_run_side_by_side() {
     }
     assert_eq!(mock.requests().len(), 20_000);
 }
-
-/// What each conversation in flight costs before any request: the turn
-/// future is the task a server spawns per message. It held the turn's state
-/// three times over (each step taking it by value) until the steps borrowed
-/// it: 5.1 KB then, 3.8 KB after (this build; 5.3 and 3.8 KB in release). A
-/// step taking the turn by value again shows here.
-#[test]
-fn a_turn_future_stays_small() {
-    let agent = Agent::builder()
-        .provider(MockProvider::replying("ok"))
-        .build();
-    let bytes = std::mem::size_of_val(&agent.handle("c", "size"));
-    assert!(bytes <= 4608, "an `Agent::handle` future is {bytes} bytes");
-}
