@@ -79,6 +79,11 @@ pub fn json(data: &str) -> Result<serde_json::Value, ProviderError> {
 /// zero-copy line parser over our own buffer, then each event's `data` is
 /// decoded once. (`sseer`'s whole-stream adapter was measured first: its
 /// per-line `Bytes` reference counting cost a fifth of a streamed turn.)
+///
+/// Frames are decoded as they are read, not as they arrive: a read that
+/// brings many (a busy client gets a socket's worth at once) leaves the
+/// undecoded ones in the buffer, so the events waiting are those of one
+/// frame, not hundreds of small strings per stream.
 pub(crate) struct Frames<S, D> {
     body: S,
     framing: Framing,
@@ -94,6 +99,8 @@ pub(crate) struct Frames<S, D> {
     /// to `event_start`.
     data: Vec<(usize, usize)>,
     body_done: bool,
+    /// Complete frames may wait in the buffer, undecoded.
+    more: bool,
     decoder: D,
     /// The `event:` name of the event being read.
     name: Option<(usize, usize)>,
@@ -124,6 +131,7 @@ impl<S, D: Decode> Frames<S, D> {
             unended: 0,
             data: Vec::new(),
             body_done: false,
+            more: false,
             decoder,
             name: None,
             queue: Events::new(),
@@ -135,62 +143,83 @@ impl<S, D: Decode> Frames<S, D> {
         }
     }
 
-    /// Decodes the complete frames in the buffer, once a line has ended.
+    /// Decodes the next complete frame in the buffer, once a line has ended.
     fn parse(&mut self) -> Result<(), ProviderError> {
         let from = self.unended.max(self.scan).min(self.buf.len());
         let new = &self.buf[from..];
-        let parsed = match self.framing {
-            Framing::Sse if memchr::memchr2(b'\n', b'\r', new).is_some() => self.parse_sse(),
-            Framing::Lines if memchr::memchr(b'\n', new).is_some() => self.parse_lines(),
-            _ => Ok(()),
+        let ended = match self.framing {
+            Framing::Sse => memchr::memchr2(b'\n', b'\r', new).is_some(),
+            Framing::Lines => memchr::memchr(b'\n', new).is_some(),
+            Framing::Whole => false,
         };
-        // What is left after `scan` is an unended line; a lone `\r` at the
-        // end may yet become `\r\n`, so it is looked at again.
-        self.unended = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
-        parsed
+        if ended {
+            return self.parse_framed();
+        }
+        self.mark_unended();
+        Ok(())
     }
 
-    /// Decodes what is left once the body ended, then ends the decoder.
-    fn finish(&mut self) -> Result<(), ProviderError> {
+    /// Decodes complete frames until one gives events (`more` then says
+    /// others may wait), or none is left.
+    fn parse_framed(&mut self) -> Result<(), ProviderError> {
         match self.framing {
-            // A last event the server did not end with a blank line is
-            // still delivered, as browsers do not but lenient clients do.
-            Framing::Sse => {
-                self.buf.extend_from_slice(b"\n\n");
-                self.parse_sse()?;
-            }
-            Framing::Lines => {
-                self.buf.push(b'\n');
-                self.parse_lines()?;
-            }
-            Framing::Whole => {
-                let whole = std::mem::take(&mut self.buf);
-                self.decoder.event(None, utf8(&whole)?, &mut self.queue)?;
-            }
+            Framing::Sse => self.parse_sse(),
+            Framing::Lines => self.parse_lines(),
+            Framing::Whole => Ok(()),
+        }
+    }
+
+    /// Once every complete line is parsed: what is left after `scan` is an
+    /// unended line. A lone `\r` at the end may yet become `\r\n`, so it
+    /// is looked at again.
+    fn mark_unended(&mut self) {
+        self.unended = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
+    }
+
+    /// The body ended: a last frame the server did not end (an event
+    /// without its blank line, a line without its `\n`) is still delivered,
+    /// as browsers do not but lenient clients do.
+    fn body_ended(&mut self) {
+        self.body_done = true;
+        match self.framing {
+            Framing::Sse => self.buf.extend_from_slice(b"\n\n"),
+            Framing::Lines => self.buf.push(b'\n'),
+            Framing::Whole => return,
+        }
+        self.more = true;
+    }
+
+    /// Once every frame is decoded: decodes a whole body, then ends the
+    /// decoder.
+    fn finish(&mut self) -> Result<(), ProviderError> {
+        if self.framing == Framing::Whole {
+            let whole = std::mem::take(&mut self.buf);
+            self.decoder.event(None, utf8(&whole)?, &mut self.queue)?;
         }
         self.decoder.end(&mut self.queue)
     }
 
     fn parse_lines(&mut self) -> Result<(), ProviderError> {
-        let mut start = 0;
-        let mut result = Ok(());
-        while let Some(end) = self.buf[self.scan..].iter().position(|&b| b == b'\n') {
-            let end = self.scan + end;
+        while let Some(end) = memchr::memchr(b'\n', &self.buf[self.scan..]) {
+            let start = self.scan;
+            let end = start + end;
             self.scan = end + 1;
             let line = String::from_utf8_lossy(&self.buf[start..end]);
-            start = end + 1;
             let line = line.trim();
             if line.is_empty() {
                 continue;
             }
-            result = self.decoder.event(None, line, &mut self.queue);
-            if result.is_err() {
-                break;
+            self.decoder.event(None, line, &mut self.queue)?;
+            if !self.queue.is_empty() {
+                self.more = true;
+                return Ok(());
             }
         }
-        self.buf.drain(..start);
-        self.scan -= start;
-        result
+        // Keep only the unended line, so the buffer stays small.
+        self.buf.drain(..self.scan);
+        self.scan = 0;
+        self.mark_unended();
+        Ok(())
     }
 
     /// Parses the complete SSE lines in the buffer, decoding each finished event.
@@ -221,6 +250,11 @@ impl<S, D: Decode> Frames<S, D> {
                 RawEventLine::Empty => {
                     self.dispatch()?;
                     self.event_start = next;
+                    if !self.queue.is_empty() {
+                        self.scan = next;
+                        self.more = true;
+                        return Ok(());
+                    }
                 }
                 // Comments (keep-alives), `id:` and `retry:` carry nothing
                 // a dialect uses.
@@ -234,6 +268,7 @@ impl<S, D: Decode> Frames<S, D> {
             self.scan -= self.event_start;
             self.event_start = 0;
         }
+        self.mark_unended();
         Ok(())
     }
 
@@ -299,7 +334,10 @@ where
             if this.done {
                 return Poll::Ready(None);
             }
-            let step = if this.body_done {
+            let step = if this.more {
+                this.more = false;
+                this.parse_framed()
+            } else if this.body_done {
                 this.done = true;
                 this.finish()
             } else {
@@ -324,10 +362,10 @@ where
                         Err(this.failed(transport_error(&this.endpoint, this.idle.limit(), e)))
                     }
                     Poll::Ready(None) => {
-                        this.body_done = true;
                         if let Some(tap) = &this.tap {
                             tap.end(Outcome::Complete);
                         }
+                        this.body_ended();
                         Ok(())
                     }
                     Poll::Pending if this.idle.timed_out(cx) => {
@@ -344,5 +382,68 @@ where
                 this.error = Some(e);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    /// Each frame's data is one text event.
+    struct Texts;
+
+    impl Decode for Texts {
+        fn event(
+            &mut self,
+            _name: Option<&str>,
+            data: &str,
+            out: &mut Events,
+        ) -> Result<(), ProviderError> {
+            out.push_back(StreamEvent::TextDelta(data.to_owned()));
+            Ok(())
+        }
+
+        fn end(&mut self, _out: &mut Events) -> Result<(), ProviderError> {
+            Ok(())
+        }
+    }
+
+    /// The texts of a body read in one piece, checking that no decoded
+    /// event waits while the caller takes one.
+    async fn one_read(framing: Framing, body: String) -> Vec<String> {
+        let read: reqwest::Result<Bytes> = Ok(Bytes::from(body));
+        let mut frames = Frames::new(
+            futures_util::stream::iter([read]),
+            framing,
+            Texts,
+            "test".into(),
+            Duration::from_secs(5),
+            None,
+        );
+        let mut texts = Vec::new();
+        while let Some(event) = frames.next().await {
+            assert!(frames.queue.is_empty(), "decoded events waited");
+            match event.unwrap() {
+                StreamEvent::TextDelta(text) => texts.push(text),
+                other => panic!("{other:?}"),
+            }
+        }
+        texts
+    }
+
+    #[tokio::test]
+    async fn many_frames_in_one_read_are_decoded_as_they_are_taken() {
+        let expected: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        let sse: String = expected.iter().map(|i| format!("data: {i}\n\n")).collect();
+        let lines: String = expected.iter().map(|i| format!("{i}\n")).collect();
+        assert_eq!(one_read(Framing::Sse, sse.clone()).await, expected);
+        assert_eq!(one_read(Framing::Lines, lines.clone()).await, expected);
+        // A last frame without its end is still read.
+        let mut with_last = expected.clone();
+        with_last.push("last".into());
+        assert_eq!(one_read(Framing::Sse, sse + "data: last").await, with_last);
+        assert_eq!(one_read(Framing::Lines, lines + "last").await, with_last);
     }
 }
