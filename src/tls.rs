@@ -15,27 +15,30 @@
 //! of them. An application that installed a provider of its own
 //! ([`CryptoProvider::install_default`]) gets that one instead.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::ring::{cipher_suite, kx_group};
 use rustls::crypto::{
     CryptoProvider, GetRandomFailed, KeyProvider, SecureRandom, WebPkiSupportedAlgorithms,
 };
-use rustls::pki_types::PrivateKeyDer;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::sign::SigningKey;
-use rustls::{ClientConfig, SignatureScheme};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use webpki::ring as algs;
 
 /// The client TLS configuration: the application's default provider if it
 /// installed one, else [`provider`]; the system's roots through the
-/// platform verifier; HTTP/1.1 (and h2 with the `http2` feature) offered by
-/// ALPN, as reqwest would.
+/// platform verifier, read at the first certificate to check; HTTP/1.1
+/// (and h2 with the `http2` feature) offered by ALPN, as reqwest would.
 pub(crate) fn client_config() -> Result<ClientConfig, String> {
     let provider = CryptoProvider::get_default()
         .cloned()
         .unwrap_or_else(|| Arc::new(provider()));
-    let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider))
-        .map_err(|e| format!("could not read the system's root certificates: {e}"))?;
+    let verifier = SystemRoots {
+        provider: Arc::clone(&provider),
+        verifier: OnceLock::new(),
+    };
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("the TLS provider offers no usable protocol version: {e}"))?
@@ -48,6 +51,95 @@ pub(crate) fn client_config() -> Result<ClientConfig, String> {
         b"http/1.1".to_vec(),
     ];
     Ok(config)
+}
+
+/// The platform verifier on the system's roots, made at the first
+/// certificate to check: making it reads every root the system has (some
+/// 1,300 file operations and 2 ms here, and the pages of code that parse
+/// them), which a program that talks to a local server over plain HTTP
+/// never needs. Signatures are checked with the provider's algorithms, as
+/// the platform verifier does, so a handshake can start without the roots.
+struct SystemRoots {
+    provider: Arc<CryptoProvider>,
+    verifier: OnceLock<Result<rustls_platform_verifier::Verifier, String>>,
+}
+
+impl SystemRoots {
+    fn verifier(&self) -> Result<&rustls_platform_verifier::Verifier, rustls::Error> {
+        self.verifier
+            .get_or_init(|| {
+                rustls_platform_verifier::Verifier::new(Arc::clone(&self.provider)).map_err(|e| {
+                    format!(
+                        "could not read the system's root certificates ({e}): install the \
+                         system's CA certificates (Debian: `ca-certificates`) or name a \
+                         bundle in SSL_CERT_FILE"
+                    )
+                })
+            })
+            .as_ref()
+            .map_err(|message| rustls::Error::General(message.clone()))
+    }
+}
+
+/// Not derived: the verifier's and its errors' `Debug` code would come
+/// with it, for a value nobody prints.
+impl std::fmt::Debug for SystemRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SystemRoots")
+    }
+}
+
+impl ServerCertVerifier for SystemRoots {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.verifier()?.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// The library's own crypto provider: see the module's documentation.

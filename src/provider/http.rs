@@ -102,10 +102,11 @@ pub(crate) fn error_message(body: &str) -> String {
 /// more than parsing it did; each dialect re-arms its own only when it fires.
 ///
 /// One client per connect time-out is shared by the providers built in one
-/// Tokio runtime: building one reads the system's root certificates (some
-/// 1,300 file operations here), which a program with a few providers, each
-/// set up with several builder calls, did nine times before its first turn;
-/// and providers of one server share its pooled connections. Not across
+/// Tokio runtime: each client reads the system's root certificates (some
+/// 1,300 file operations here) at its first `https` connection, which a
+/// program with a few providers, each set up with several builder calls,
+/// did nine times before its first turn; and providers of one server share
+/// its pooled connections. Not across
 /// runtimes: a pooled connection is served by a task of the runtime that
 /// opened it, and fails once that runtime is gone ("dispatch task is
 /// gone"), as in a test suite where each test has its runtime and a later
