@@ -210,7 +210,7 @@ impl<S, D: Decode> Frames<S, D> {
                 continue;
             }
             self.decoder.event(None, line, &mut self.queue)?;
-            if !self.queue.is_empty() {
+            if !self.queue.is_empty() && self.scan < self.buf.len() {
                 self.more = true;
                 return Ok(());
             }
@@ -250,7 +250,8 @@ impl<S, D: Decode> Frames<S, D> {
                 RawEventLine::Empty => {
                     self.dispatch()?;
                     self.event_start = next;
-                    if !self.queue.is_empty() {
+                    // Usually the read ends with the event: nothing waits.
+                    if !self.queue.is_empty() && next < self.buf.len() {
                         self.scan = next;
                         self.more = true;
                         return Ok(());
