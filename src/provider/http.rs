@@ -30,7 +30,10 @@ where
         Err(e) => return stream::iter([Err(e)]).boxed(),
     };
     retry.attempts(cancel, move || {
-        let connecting = connect(body.clone());
+        // Boxed where it is made: the request's future (reqwest's, under
+        // the time-out, under the dialect's) is large, and each layer of
+        // the retry stage would otherwise copy it again.
+        let connecting = Box::pin(connect(body.clone()));
         async move {
             match connecting.await {
                 Ok(mut events) => (events.next().await, Some(events)),
