@@ -169,6 +169,15 @@ impl<S, D: Decode> Frames<S, D> {
         }
     }
 
+    /// Whether to stop decoding at `next`, where the frame just decoded
+    /// ended: it gave events and bytes follow, which wait undecoded until
+    /// the events are taken (`more`). Usually the read ends with the frame,
+    /// and nothing waits.
+    fn stop_after_frame(&mut self, next: usize) -> bool {
+        self.more = !self.queue.is_empty() && next < self.buf.len();
+        self.more
+    }
+
     /// Once every complete line is parsed: what is left after `scan` is an
     /// unended line. A lone `\r` at the end may yet become `\r\n`, so it
     /// is looked at again.
@@ -210,8 +219,7 @@ impl<S, D: Decode> Frames<S, D> {
                 continue;
             }
             self.decoder.event(None, line, &mut self.queue)?;
-            if !self.queue.is_empty() && self.scan < self.buf.len() {
-                self.more = true;
+            if self.stop_after_frame(self.scan) {
                 return Ok(());
             }
         }
@@ -250,10 +258,8 @@ impl<S, D: Decode> Frames<S, D> {
                 RawEventLine::Empty => {
                     self.dispatch()?;
                     self.event_start = next;
-                    // Usually the read ends with the event: nothing waits.
-                    if !self.queue.is_empty() && next < self.buf.len() {
+                    if self.stop_after_frame(next) {
                         self.scan = next;
-                        self.more = true;
                         return Ok(());
                     }
                 }
