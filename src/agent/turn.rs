@@ -57,6 +57,7 @@ pub(super) async fn run(
                 inner.provider.as_ref(),
                 system.as_deref().or(inner.system_prompt.as_deref()),
             )
+            .map(Box::new)
         })
         .transpose()?;
     let start = match &request.decisions {
@@ -115,7 +116,7 @@ pub(super) async fn run(
     // Once for the turn: every model call of it sends the same prompt.
     let prompt = tail.map(|tail| {
         let base = typed
-            .as_ref()
+            .as_deref()
             .and_then(Typed::system)
             .or(system.as_deref())
             .or(inner.system_prompt.as_deref());
@@ -260,8 +261,9 @@ struct Turn<'a, S> {
     records: Vec<ToolCallRecord>,
     /// How often each tool got invalid arguments this turn.
     bad_arguments: HashMap<String, u32>,
-    /// The typed answer asked for, if any.
-    typed: Option<Typed<'a>>,
+    /// The typed answer asked for, if any. Boxed: the turn's future holds
+    /// the turn, and most turns ask for none.
+    typed: Option<Box<Typed<'a>>>,
     /// Where a sub-agent's turn stands; `None` for a program's turn.
     within: Option<&'a Within>,
     /// What the turn's tool calls hand down to sub-agents, made at its
@@ -285,6 +287,16 @@ struct Turn<'a, S> {
 /// stopped.
 const INTERRUPTED: &str = "Interrupted: the program stopped while this call ran, so it may or \
 may not have taken effect. It was not run again; check its effects before calling it again.";
+
+/// Where the turn goes after a model call.
+enum Next {
+    /// The turn ends with this reply.
+    Reply(Reply),
+    /// The model is asked again in the same round.
+    Ask,
+    /// The round's calls ran: the next round asks the model.
+    Round,
+}
 
 /// How one model call ended.
 enum CallEnd {
@@ -378,7 +390,9 @@ impl<S: EventSink> Turn<'_, S> {
             return Err(Error::Cancelled);
         }
         history.extend(step);
-        self.rounds(history, pending.round, spent).await
+        // Boxed here and in `recover` (rare turns): inline, what those
+        // steps keep across their awaits made every turn's future larger.
+        Box::pin(self.rounds(history, pending.round, spent)).await
     }
 
     /// Goes on with the journaled turn a crash interrupted, from what the
@@ -417,7 +431,7 @@ impl<S: EventSink> Turn<'_, S> {
             history.extend(step);
         }
         super::images::prepare(self.inner, &mut history).await;
-        self.rounds(history, 0, spent).await
+        Box::pin(self.rounds(history, 0, spent)).await
     }
 
     /// Model calls and tool rounds from round `round` on, until an answer.
@@ -447,10 +461,10 @@ impl<S: EventSink> Turn<'_, S> {
                 None => (ToolChoice::Auto, None),
             };
             self.compact(&mut history, &tools).await?;
-            let called = self
+            let assembled = match self
                 .call_model(&history, &tools, choice, format.as_ref())
-                .await;
-            let assembled = match called {
+                .await
+            {
                 CallEnd::Complete(assembled) => assembled,
                 CallEnd::Cancelled(partial) => {
                     self.store_partial(partial).await?;
@@ -461,21 +475,52 @@ impl<S: EventSink> Turn<'_, S> {
                     return Err(Error::Provider(error));
                 }
             };
+            match self
+                .answered(assembled, &mut history, round, &mut spent, limit)
+                .await?
+            {
+                Next::Reply(reply) => return Ok(reply),
+                Next::Ask => {}
+                Next::Round => round += 1,
+            }
+        }
+    }
+
+    /// What follows round `round`'s model answer: it is judged and
+    /// stored, or its calls run and their results are stored.
+    ///
+    /// Its own future, not part of [`rounds`](Self::rounds)': what lives
+    /// across its awaits would otherwise hold space in the loop's future
+    /// while the model streams (half a kilobyte a conversation). An `async`
+    /// block, as in `Agent::handle`, so that `assembled` is not kept twice.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps its arguments twice"
+    )]
+    fn answered(
+        &mut self,
+        assembled: Assembled,
+        history: &mut Vec<Message>,
+        round: u32,
+        spent: &mut Spent,
+        limit: Option<Limit>,
+    ) -> impl Future<Output = Result<Next>> {
+        async move {
             if let Some(typed) = &mut self.typed {
                 match typed.judge(&assembled.message, assembled.finish.as_ref()) {
                     Verdict::Continue => {}
-                    Verdict::AskNow => continue,
+                    Verdict::AskNow => return Ok(Next::Ask),
                     Verdict::Answer { value, text, store } => {
                         self.store_answer(&store).await?;
                         let mut reply = self.reply(assembled);
                         reply.text = text;
                         reply.output = Some(value);
-                        return Ok(reply);
+                        return Ok(Next::Reply(reply));
                     }
                     Verdict::Retry(store) => {
                         self.store(&store).await?;
                         history.extend(store);
-                        continue;
+                        return Ok(Next::Ask);
                     }
                     Verdict::Fail(error, store) => {
                         self.store(&store).await?;
@@ -487,29 +532,27 @@ impl<S: EventSink> Turn<'_, S> {
             if calls.is_empty() {
                 self.store_answer(std::slice::from_ref(&assembled.message))
                     .await?;
-                if self
-                    .steer_after_answer(&assembled.message, &mut history)
-                    .await?
-                {
-                    continue;
+                if self.steer_after_answer(&assembled.message, history).await? {
+                    return Ok(Next::Ask);
                 }
-                return Ok(self.reply(assembled));
+                return Ok(Next::Reply(self.reply(assembled)));
             }
             let results = if let Some(limit) = limit {
-                // Tools were withdrawn and the model called one anyway.
-                self.refuse_all(&calls, limit).await
+                // Tools were withdrawn and the model called one anyway (rare:
+                // boxed, so its future does not size every turn's).
+                Box::pin(self.refuse_all(&calls, limit)).await
             } else {
                 if self.journal.is_some() {
                     // Before they run: after a crash, they may have.
                     self.mark(&crate::history::Mark::Calling(assembled.message.clone()))
                         .await?;
                 }
-                let scope = self.scope(&spent);
+                let scope = self.scope(spent);
                 let scope = &scope;
                 scope.note_spent(self.usage.output_tokens, spent.tool_output_bytes);
                 let round = exec::Round {
                     calls: &calls,
-                    recent: &last_calls(&history),
+                    recent: &last_calls(history),
                     bad_arguments: &self.bad_arguments,
                     answers: &HashMap::new(),
                     scope,
@@ -537,7 +580,7 @@ impl<S: EventSink> Turn<'_, S> {
                 {
                     Ok(pending) => {
                         self.records.extend(records);
-                        return Ok(self.pending_reply(assembled, pending));
+                        return Ok(Next::Reply(self.pending_reply(assembled, pending)));
                     }
                     Err(error) => {
                         tracing::warn!(error = %error.chain(), "the history store can't keep calls waiting for a decision; they are declined");
@@ -582,11 +625,11 @@ impl<S: EventSink> Turn<'_, S> {
                         limit => format!("I stopped without reaching an answer: {limit}."),
                     };
                 }
-                return Ok(reply);
+                return Ok(Next::Reply(reply));
             }
             history.extend(step);
-            self.steer_in(&mut history).await?;
-            round += 1;
+            self.steer_in(history).await?;
+            Ok(Next::Round)
         }
     }
 
@@ -740,7 +783,7 @@ impl<S: EventSink> Turn<'_, S> {
             .context
             .as_ref()
             .map_or(0, |policy| policy.start(history));
-        let typed = self.typed.as_ref();
+        let typed = self.typed.as_deref();
         let system = self.prompt.as_deref().or_else(|| {
             typed
                 .and_then(Typed::system)
@@ -759,7 +802,9 @@ impl<S: EventSink> Turn<'_, S> {
         // What streams is made into events only for a listener: the typed
         // answer's partial reads (a parse of all of it so far) too.
         let listens = self.sink.listens();
-        let mut partial = listens.then(|| Partial::new(typed)).flatten();
+        // Boxed: rare (typed answers streamed to a listener), and it stays
+        // in the turn's future while the answer streams.
+        let mut partial = listens.then(|| Partial::new(typed).map(Box::new)).flatten();
         let end = async {
             // Events come first; cancellation is looked at only while the
             // stream waits, when a cancel must wake this task. The
@@ -777,43 +822,54 @@ impl<S: EventSink> Turn<'_, S> {
                 if seen.is_multiple_of(32) && self.cancel.is_cancelled() {
                     return CallEnd::Cancelled(assembler);
                 }
-                let next = std::future::poll_fn(|cx| {
-                    if let Poll::Ready(next) = events.poll_next_unpin(cx) {
-                        return Poll::Ready(Some(next));
-                    }
-                    match &registered {
-                        Some(waker) if waker.will_wake(cx.waker()) => {
-                            if self.cancel.is_cancelled() {
-                                return Poll::Ready(None);
+                // What the wait gives is read in a block of its own, and
+                // emitted by one future: a local borrowed or kept across two
+                // awaits is kept in the future while the stream waits too
+                // (400 bytes of every turn's future, before).
+                let (forwarded, shown, quiet) = {
+                    let next = std::future::poll_fn(|cx| {
+                        if let Poll::Ready(next) = events.poll_next_unpin(cx) {
+                            return Poll::Ready(Some(next));
+                        }
+                        match &registered {
+                            Some(waker) if waker.will_wake(cx.waker()) => {
+                                if self.cancel.is_cancelled() {
+                                    return Poll::Ready(None);
+                                }
+                            }
+                            _ => {
+                                if cancelled.as_mut().poll(cx).is_ready() {
+                                    return Poll::Ready(None);
+                                }
+                                registered = Some(cx.waker().clone());
                             }
                         }
-                        _ => {
-                            if cancelled.as_mut().poll(cx).is_ready() {
-                                return Poll::Ready(None);
-                            }
-                            registered = Some(cx.waker().clone());
-                        }
-                    }
-                    Poll::Pending
-                })
-                .await;
-                let Some(next) = next else {
-                    return CallEnd::Cancelled(assembler);
+                        Poll::Pending
+                    })
+                    .await;
+                    let Some(next) = next else {
+                        return CallEnd::Cancelled(assembler);
+                    };
+                    let event = match next {
+                        Some(Ok(event)) => event,
+                        Some(Err(error)) => return CallEnd::Failed(assembler, error),
+                        None => break,
+                    };
+                    assembler.push(&event);
+                    let shown = partial.as_mut().and_then(|p| p.push(&event));
+                    let forwarded = listens.then(|| forward(event)).flatten();
+                    let quiet = forwarded.is_none() && shown.is_none();
+                    (forwarded, shown, quiet)
                 };
-                let event = match next {
-                    Some(Ok(event)) => event,
-                    Some(Err(error)) => return CallEnd::Failed(assembler, error),
-                    None => return CallEnd::Complete(assembler.finish()),
-                };
-                assembler.push(&event);
-                let shown = partial.as_mut().and_then(|p| p.push(&event));
-                if listens && let Some(forward) = forward(event) {
-                    self.sink.emit(forward).await;
-                }
-                if let Some(value) = shown {
-                    self.sink.emit(AgentEvent::PartialOutput(value)).await;
+                if !quiet {
+                    emit_streamed(self.sink, forwarded, shown).await;
                 }
             }
+            let assembled = assembler.finish();
+            if let Some(usage) = assembled.usage {
+                self.sink.emit(AgentEvent::Usage(usage)).await;
+            }
+            CallEnd::Complete(assembled)
         }
         .instrument(span.clone())
         .await;
@@ -831,9 +887,10 @@ impl<S: EventSink> Turn<'_, S> {
                     tracing::field::display(finish),
                 );
             }
+            // (Emitted as the stream ended: an await here kept `end` in
+            // the future beside the stream's state.)
             if let Some(usage) = assembled.usage {
                 self.usage += usage;
-                self.sink.emit(AgentEvent::Usage(usage)).await;
             }
         }
         end
@@ -1118,6 +1175,28 @@ fn forward(event: StreamEvent) -> Option<AgentEvent> {
         // Usage is reported once per call, after it; the finish reason is on the reply.
         _ => return None,
     })
+}
+
+/// Emits what a streamed event became for the listener, then the typed
+/// answer's new partial read. (An `async` block: an `async fn` keeps its
+/// arguments twice.)
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps its arguments twice"
+)]
+fn emit_streamed(
+    sink: &impl EventSink,
+    forwarded: Option<AgentEvent>,
+    shown: Option<serde_json::Value>,
+) -> impl Future<Output = ()> + Send {
+    async move {
+        if let Some(event) = forwarded {
+            sink.emit(event).await;
+        }
+        if let Some(value) = shown {
+            sink.emit(AgentEvent::PartialOutput(value)).await;
+        }
+    }
 }
 
 /// A typed answer as it streams: its text so far, and the last value shown.
