@@ -822,11 +822,12 @@ impl<S: EventSink> Turn<'_, S> {
                 if seen.is_multiple_of(32) && self.cancel.is_cancelled() {
                     return CallEnd::Cancelled(assembler);
                 }
-                // What the wait gives is read in a block of its own, and
-                // emitted by one future: a local borrowed or kept across two
-                // awaits is kept in the future while the stream waits too
-                // (400 bytes of every turn's future, before).
-                let (forwarded, shown, quiet) = {
+                // The wait's outcome is read in a block of its own, and a
+                // listener's events are emitted by one future: a local kept
+                // across two awaits, or borrowed across one, is kept in the
+                // future while the stream waits too (400 bytes of every
+                // turn's future, before).
+                let event = {
                     let next = std::future::poll_fn(|cx| {
                         if let Poll::Ready(next) = events.poll_next_unpin(cx) {
                             return Poll::Ready(Some(next));
@@ -850,19 +851,16 @@ impl<S: EventSink> Turn<'_, S> {
                     let Some(next) = next else {
                         return CallEnd::Cancelled(assembler);
                     };
-                    let event = match next {
+                    match next {
                         Some(Ok(event)) => event,
                         Some(Err(error)) => return CallEnd::Failed(assembler, error),
                         None => break,
-                    };
-                    assembler.push(&event);
-                    let shown = partial.as_mut().and_then(|p| p.push(&event));
-                    let forwarded = listens.then(|| forward(event)).flatten();
-                    let quiet = forwarded.is_none() && shown.is_none();
-                    (forwarded, shown, quiet)
+                    }
                 };
-                if !quiet {
-                    emit_streamed(self.sink, forwarded, shown).await;
+                assembler.push(&event);
+                if listens {
+                    let shown = partial.as_mut().and_then(|p| p.push(&event));
+                    emit_streamed(self.sink, forward(event), shown).await;
                 }
             }
             let assembled = assembler.finish();
