@@ -145,11 +145,7 @@ pub(super) async fn run(
         journal: request.journal.as_deref(),
         interrupted: Vec::new(),
     };
-    let ended = match start {
-        Start::Message(message) => turn.run(message).instrument(span).await,
-        Start::Resume(decisions) => turn.resume(decisions).instrument(span).await,
-        Start::Recover => turn.recover().instrument(span).await,
-    };
+    let ended = turn.drive(start).instrument(span).await;
     keep_unread(inner, &conversation, &running).await;
     ended
 }
@@ -288,6 +284,18 @@ struct Turn<'a, S> {
 const INTERRUPTED: &str = "Interrupted: the program stopped while this call ran, so it may or \
 may not have taken effect. It was not run again; check its effects before calling it again.";
 
+/// Where a turn's model calls begin, or its reply when it needs none.
+enum Begun {
+    /// The history so far, the round the calls count from, the budget.
+    Rounds {
+        history: Vec<Message>,
+        round: u32,
+        spent: Spent,
+    },
+    /// A recovered turn whose answer was stored before the crash.
+    Reply(Reply),
+}
+
 /// Where the turn goes after a model call.
 enum Next {
     /// The turn ends with this reply.
@@ -313,7 +321,32 @@ impl<S: EventSink> Turn<'_, S> {
             .or(self.inner.system_prompt.as_deref())
     }
 
-    async fn run(&mut self, user: Message) -> Result<Reply> {
+    /// Runs the turn from where `start` puts it. The model calls start in
+    /// one place: each `rounds` awaited is a copy of the whole loop in the
+    /// binary, and its future sizes the turn's.
+    async fn drive(&mut self, start: Start<'_>) -> Result<Reply> {
+        // In a block: what begins the turn is gone before the loop's
+        // await, which would keep it.
+        let (history, round, spent) = {
+            let begun = match start {
+                Start::Message(message) => self.begin(message).await?,
+                Start::Resume(decisions) => self.resume(decisions).await?,
+                Start::Recover => self.recover().await?,
+            };
+            match begun {
+                Begun::Rounds {
+                    history,
+                    round,
+                    spent,
+                } => (history, round, spent),
+                Begun::Reply(reply) => return Ok(reply),
+            }
+        };
+        self.rounds(history, round, spent).await
+    }
+
+    /// Starts a turn with the user's message.
+    async fn begin(&mut self, user: Message) -> Result<Begun> {
         if let Some(pending) = self.inner.history.pending(&self.conversation).await? {
             return Err(PendingError::Waiting {
                 calls: pending
@@ -331,12 +364,16 @@ impl<S: EventSink> Turn<'_, S> {
         self.store(std::slice::from_ref(&user)).await?;
         history.push(user);
         super::images::prepare(self.inner, &mut history).await;
-        self.rounds(history, 0, spent).await
+        Ok(Begun::Rounds {
+            history,
+            round: 0,
+            spent,
+        })
     }
 
     /// Continues the turn that waited for decisions: runs (or refuses) its
     /// waiting calls as decided, stores the round whole, and goes on.
-    async fn resume(&mut self, decisions: &[(String, Decision)]) -> Result<Reply> {
+    async fn resume(&mut self, decisions: &[(String, Decision)]) -> Result<Begun> {
         let pending = self
             .inner
             .history
@@ -390,15 +427,17 @@ impl<S: EventSink> Turn<'_, S> {
             return Err(Error::Cancelled);
         }
         history.extend(step);
-        // Boxed here and in `recover` (rare turns): inline, what those
-        // steps keep across their awaits made every turn's future larger.
-        Box::pin(self.rounds(history, pending.round, spent)).await
+        Ok(Begun::Rounds {
+            history,
+            round: pending.round,
+            spent,
+        })
     }
 
     /// Goes on with the journaled turn a crash interrupted, from what the
     /// history holds: an answer stored is the reply; calls that were
     /// running are answered as interrupted; then the model is called again.
-    async fn recover(&mut self) -> Result<Reply> {
+    async fn recover(&mut self) -> Result<Begun> {
         let id = self.journal.ok_or(Error::Recovery(
             "a turn to recover needs its journaled message's id".into(),
         ))?;
@@ -412,11 +451,11 @@ impl<S: EventSink> Turn<'_, S> {
             && let Some(answer) = intake.answer
         {
             // Stored before the crash, perhaps never shown.
-            return Ok(self.reply(Assembled {
+            return Ok(Begun::Reply(self.reply(Assembled {
                 message: Message::assistant(answer),
                 usage: None,
                 finish: None,
-            }));
+            })));
         }
         let spent = Spent::new();
         let mut history = since_summary(self.inner.history.load(&self.conversation).await?);
@@ -431,7 +470,11 @@ impl<S: EventSink> Turn<'_, S> {
             history.extend(step);
         }
         super::images::prepare(self.inner, &mut history).await;
-        Box::pin(self.rounds(history, 0, spent)).await
+        Ok(Begun::Rounds {
+            history,
+            round: 0,
+            spent,
+        })
     }
 
     /// Model calls and tool rounds from round `round` on, until an answer.
