@@ -73,34 +73,9 @@ pub(super) async fn run(
             }
         }
     };
-    let mut waited = None;
-    let (_turn, _shared) = loop {
-        let turn = tokio::select! {
-            guard = inner.locks.lock(&conversation) => guard,
-            () = cancel.cancelled() => return Err(Error::Cancelled),
-        };
-        // Other processes sharing the store (replicas) wait too.
-        let shared = tokio::select! {
-            guard = inner.history.lock_turn(&conversation) => guard?,
-            () = cancel.cancelled() => return Err(Error::Cancelled),
-        };
-        // A recovery or a resumed turn is the interrupted one itself; a
-        // store only this process uses (no shared lock) has its
-        // interrupted turns recovered before new ones, and isn't asked.
-        if shared.is_none() || !matches!(start, Start::Message(_)) {
-            break (turn, shared);
-        }
-        let own = request.journal.as_deref();
-        let Some(pause) = after_interrupted(inner, &conversation, own, &mut waited).await else {
-            break (turn, shared);
-        };
-        // Without the locks: the process recovering that turn needs them.
-        drop((turn, shared));
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            () = cancel.cancelled() => return Err(Error::Cancelled),
-        }
-    };
+    let new = matches!(start, Start::Message(_));
+    let own = request.journal.as_deref();
+    let (_turn, _shared) = lock_turn(inner, &conversation, new, own, cancel).await?;
     let tail = inner.prompt_tail.as_ref().and_then(|tail| {
         let turn = super::TurnInfo {
             conversation: &conversation,
@@ -146,8 +121,53 @@ pub(super) async fn run(
         interrupted: Vec::new(),
     };
     let ended = turn.drive(start).instrument(span).await;
-    keep_unread(inner, &conversation, &running).await;
-    ended
+    keep_unread(inner, &conversation, &running, ended).await
+}
+
+/// Takes the turn locks of `conversation`: this process's, then the
+/// store's (replicas). A `new` turn (not a resumed or recovered one) waits
+/// while the store holds a turn a crash interrupted, other than the one of
+/// journaled message `own`.
+///
+/// Its own future: what the waiting keeps is not kept in the turn's
+/// future while the turn runs.
+async fn lock_turn<'i>(
+    inner: &'i Inner,
+    conversation: &Arc<str>,
+    new: bool,
+    own: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<(
+    super::lock::TurnGuard<'i>,
+    Option<crate::history::TurnGuard>,
+)> {
+    let mut waited = None;
+    loop {
+        let turn = tokio::select! {
+            guard = inner.locks.lock(conversation) => guard,
+            () = cancel.cancelled() => return Err(Error::Cancelled),
+        };
+        // Other processes sharing the store (replicas) wait too.
+        let shared = tokio::select! {
+            guard = inner.history.lock_turn(conversation) => guard?,
+            () = cancel.cancelled() => return Err(Error::Cancelled),
+        };
+        // A recovery or a resumed turn is the interrupted one itself; a
+        // store only this process uses (no shared lock) has its
+        // interrupted turns recovered before new ones, and isn't asked.
+        if shared.is_none() || !new {
+            return Ok((turn, shared));
+        }
+        let Some(pause) = after_interrupted(inner, conversation, own, &mut waited).await else {
+            return Ok((turn, shared));
+        };
+        // Without the locks: the process recovering that turn needs them.
+        drop((turn, shared));
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = cancel.cancelled() => return Err(Error::Cancelled),
+        }
+    }
 }
 
 /// How long a journaled turn waits for a turn left half-done in its
@@ -231,15 +251,29 @@ const STEERED: &str = "Added to the running turn.";
 
 /// Stores what was said to a turn that ended without reading it, as the
 /// user wrote it: nothing the user said is lost, and the next turn's model
-/// sees it. A store that fails here is logged: the turn's own outcome is
-/// what the caller needs.
-async fn keep_unread(inner: &Inner, conversation: &Arc<str>, running: &RunningTurn<'_>) {
-    let unread = running.close();
-    if unread.is_empty() {
-        return;
-    }
-    if let Err(error) = inner.history.append(conversation, &unread).await {
-        tracing::warn!(%conversation, error = %crate::error::chain(&error), lost = unread.len(), "could not keep messages said while the turn ended");
+/// sees it. A store that fails here is logged: the turn's own outcome,
+/// `ended`, is what the caller needs, and is handed back. (It goes through
+/// this future rather than wait in the turn's, where it took 192 bytes
+/// beside everything the turn keeps; an `async` block, not an `async fn`,
+/// which would keep it twice.)
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps its arguments twice"
+)]
+fn keep_unread<'a>(
+    inner: &'a Inner,
+    conversation: &'a Arc<str>,
+    running: &'a RunningTurn<'_>,
+    ended: Result<Reply>,
+) -> impl Future<Output = Result<Reply>> + Send + 'a {
+    async move {
+        let unread = running.close();
+        if !unread.is_empty()
+            && let Err(error) = inner.history.append(conversation, &unread).await
+        {
+            tracing::warn!(%conversation, error = %crate::error::chain(&error), lost = unread.len(), "could not keep messages said while the turn ended");
+        }
+        ended
     }
 }
 
