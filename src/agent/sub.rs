@@ -437,7 +437,9 @@ impl Forwarder {
 struct Tagged(Forwarder);
 
 impl EventSink for Tagged {
-    async fn emit(&self, event: AgentEvent) {
+    // As `ChannelSink`'s: a slot, then the event into it, so the future
+    // keeps the event once.
+    fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send {
         let mut event = event;
         for tag in self.0.tags.iter().rev() {
             event = AgentEvent::SubAgent(SubAgentEvent::new(
@@ -447,8 +449,11 @@ impl EventSink for Tagged {
                 event,
             ));
         }
-        if self.0.tx.send(Ok(event)).await.is_err() {
-            self.0.cancel.cancel();
+        async move {
+            match self.0.tx.reserve().await {
+                Ok(slot) => slot.send(Ok(event)),
+                Err(_) => self.0.cancel.cancel(),
+            }
         }
     }
 
