@@ -566,9 +566,10 @@ impl<S: EventSink> Turn<'_, S> {
     /// What follows round `round`'s model answer: it is judged and
     /// stored, or its calls run and their results are stored.
     ///
-    /// Its own future, not part of [`rounds`](Self::rounds)': what lives
-    /// across its awaits would otherwise hold space in the loop's future
-    /// while the model streams (half a kilobyte a conversation). An `async`
+    /// Its own future, apart from the loop's in [`rounds`](Self::rounds):
+    /// what lives across its awaits would otherwise hold space in the
+    /// loop's future while the model streams (half a kilobyte a
+    /// conversation). An `async`
     /// block, as in `Agent::handle`, so that `assembled` is not kept twice.
     #[expect(
         clippy::manual_async_fn,
