@@ -825,22 +825,36 @@ struct ChannelSink {
 }
 
 impl EventSink for ChannelSink {
-    // A slot first, then the event into it: `Sender::send`'s future keeps
-    // the event twice, and with this one's own copy that was 1.2 KB of
-    // every streamed turn's future. (Not an `async fn`, which would keep
-    // the event twice too.)
     fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send {
         tell(&self.watching, &event);
-        async move {
-            match self.tx.reserve().await {
-                Ok(slot) => slot.send(Ok(event)),
-                Err(_) => self.cancel.cancel(),
-            }
-        }
+        deliver(&self.tx, &self.cancel, event)
     }
 
     fn forwarder(&self) -> Option<sub::Forwarder> {
         Some(sub::Forwarder::new(self.tx.clone(), self.cancel.clone()))
+    }
+}
+
+/// Puts `event` on a turn stream's channel once it has room; a channel
+/// whose reader is gone cancels the turn (`cancel`).
+///
+/// A slot first, then the event into it: `Sender::send`'s future keeps the
+/// event twice, and with an `async fn`'s own copy that was 1.2 KB of every
+/// streamed turn's future.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps its arguments twice"
+)]
+fn deliver<'a>(
+    tx: &'a mpsc::Sender<Result<AgentEvent>>,
+    cancel: &'a CancellationToken,
+    event: AgentEvent,
+) -> impl Future<Output = ()> + Send + 'a {
+    async move {
+        match tx.reserve().await {
+            Ok(slot) => slot.send(Ok(event)),
+            Err(_) => cancel.cancel(),
+        }
     }
 }
 

@@ -437,8 +437,6 @@ impl Forwarder {
 struct Tagged(Forwarder);
 
 impl EventSink for Tagged {
-    // As `ChannelSink`'s: a slot, then the event into it, so the future
-    // keeps the event once.
     fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send {
         let mut event = event;
         for tag in self.0.tags.iter().rev() {
@@ -449,12 +447,7 @@ impl EventSink for Tagged {
                 event,
             ));
         }
-        async move {
-            match self.0.tx.reserve().await {
-                Ok(slot) => slot.send(Ok(event)),
-                Err(_) => self.0.cancel.cancel(),
-            }
-        }
+        super::deliver(&self.0.tx, &self.0.cancel, event)
     }
 
     fn forwarder(&self) -> Option<Forwarder> {

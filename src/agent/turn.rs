@@ -569,8 +569,8 @@ impl<S: EventSink> Turn<'_, S> {
     /// Its own future, apart from the loop's in [`rounds`](Self::rounds):
     /// what lives across its awaits would otherwise hold space in the
     /// loop's future while the model streams (half a kilobyte a
-    /// conversation). An `async`
-    /// block, as in `Agent::handle`, so that `assembled` is not kept twice.
+    /// conversation). An `async` block, as in `Agent::handle`, so that
+    /// `assembled` is not kept twice.
     #[expect(
         clippy::manual_async_fn,
         reason = "an `async fn` keeps its arguments twice"
@@ -963,8 +963,8 @@ impl<S: EventSink> Turn<'_, S> {
                     tracing::field::display(finish),
                 );
             }
-            // (Emitted as the stream ended: an await here kept `end` in
-            // the future beside the stream's state.)
+            // Counted here; its event went out as the stream ended (an
+            // await here kept `end` in the future beside the stream's state).
             if let Some(usage) = assembled.usage {
                 self.usage += usage;
             }
