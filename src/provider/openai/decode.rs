@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::wire::{Chunk, Delta, WireCall, stream_error_message};
+use super::wire::{Chunk, Delta, WireCall, WireFunction, WireUsage, XGroq, stream_error_message};
 use crate::provider::{FinishReason, ProviderError, StreamEvent, ThinkSplitter, ToolCallDelta};
 
 pub(super) use crate::provider::frames::Events;
@@ -73,43 +73,68 @@ impl Decoder {
     }
 
     /// Decodes one parsed chunk or whole response.
+    ///
+    /// Most chunks carry a piece of text and nothing else, one per token:
+    /// what they need is kept together here, and what the others need is
+    /// in functions of its own, out of the way. (The instructions one token
+    /// runs have to fit the processor's instruction cache with the HTTP
+    /// client's; past it, every token re-fetches them all.)
     pub(super) fn chunk(
         &mut self,
         chunk: Chunk<'_>,
         out: &mut Events,
     ) -> Result<(), ProviderError> {
-        if let Some(error) = chunk.error {
-            let message = stream_error_message(&error);
-            // OpenRouter follows `finish_reason: "length"` with an error
-            // chunk that only explains the stop (and carries the usage); the
-            // reply itself is complete.
-            if self.finish.is_none() {
-                return Err(ProviderError::Stream { message });
-            }
-            tracing::debug!(%message, "server reported an error after the reply finished");
+        if let Some(error) = &chunk.error {
+            self.error(error)?;
         }
         // With `n > 1` the first choice is the reply; the others are ignored.
         if let Some(choice) = chunk.choice {
             if let Some(delta) = choice.delta {
                 self.delta(*delta, out);
             }
-            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
-                self.finish = Some(FinishReason::from_raw(&reason));
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason(&reason);
             }
         }
-        if let Some(usage) = chunk.usage.or_else(|| chunk.x_groq.and_then(|x| x.usage)) {
-            out.push_back(StreamEvent::Usage((*usage).into()));
+        if chunk.usage.is_some() || chunk.x_groq.is_some() {
+            usage(chunk.usage, chunk.x_groq, out);
         }
         Ok(())
     }
 
-    fn delta(&mut self, delta: Delta<'_>, out: &mut Events) {
-        if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning)
-            && !reasoning.is_empty()
-        {
-            out.push_back(StreamEvent::ReasoningDelta(reasoning.into_owned()));
+    #[cold]
+    fn error(&self, error: &serde_json::Value) -> Result<(), ProviderError> {
+        let message = stream_error_message(error);
+        // OpenRouter follows `finish_reason: "length"` with an error
+        // chunk that only explains the stop (and carries the usage); the
+        // reply itself is complete.
+        if self.finish.is_none() {
+            return Err(ProviderError::Stream { message });
         }
-        if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+        tracing::debug!(%message, "server reported an error after the reply finished");
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn finish_reason(&mut self, reason: &str) {
+        if !reason.is_empty() {
+            self.finish = Some(FinishReason::from_raw(reason));
+        }
+    }
+
+    fn delta(&mut self, delta: Delta<'_>, out: &mut Events) {
+        let Delta {
+            content,
+            reasoning_content,
+            reasoning,
+            refusal,
+            tool_calls,
+            function_call,
+        } = delta;
+        if let Some(reasoning) = reasoning_content.or(reasoning) {
+            reasoning_delta(reasoning, out);
+        }
+        if let Some(content) = content.filter(|c| !c.is_empty()) {
             match &mut self.think {
                 Some(splitter) if !splitter.passes_through(&content) => {
                     splitter.push(&content, |r, piece| out.push_back(text_event(r, piece)));
@@ -117,18 +142,29 @@ impl Decoder {
                 _ => out.push_back(StreamEvent::TextDelta(content.into_owned())),
             }
         }
-        if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
+        if refusal.is_some() || tool_calls.is_some() || function_call.is_some() {
+            self.after_text(refusal, tool_calls, function_call, out);
+        }
+    }
+
+    /// A refusal or tool-call fragments: what follows a delta's text.
+    #[inline(never)]
+    fn after_text(
+        &mut self,
+        refusal: Option<Cow<'_, str>>,
+        tool_calls: Option<Vec<WireCall<'_>>>,
+        function_call: Option<Box<WireFunction<'_>>>,
+        out: &mut Events,
+    ) {
+        if let Some(refusal) = refusal.filter(|r| !r.is_empty()) {
             out.push_back(StreamEvent::RefusalDelta(refusal.into_owned()));
         }
-        // Not `into_iter().flatten()`: that adapter's code and drop glue ran
-        // for every text chunk (6 % of a streamed turn's instruction-cache
-        // misses, ../shared/perf under callgrind's cache simulation).
-        if let Some(calls) = delta.tool_calls {
+        if let Some(calls) = tool_calls {
             for call in calls {
                 self.call(call, out);
             }
         }
-        if let Some(function) = delta.function_call {
+        if let Some(function) = function_call {
             self.call(
                 WireCall {
                     index: Some(0),
@@ -209,6 +245,20 @@ impl Decoder {
         };
         out.push_back(StreamEvent::Finish(finish));
         Ok(())
+    }
+}
+
+#[inline(never)]
+fn reasoning_delta(reasoning: Cow<'_, str>, out: &mut Events) {
+    if !reasoning.is_empty() {
+        out.push_back(StreamEvent::ReasoningDelta(reasoning.into_owned()));
+    }
+}
+
+#[inline(never)]
+fn usage(usage: Option<Box<WireUsage>>, x_groq: Option<Box<XGroq>>, out: &mut Events) {
+    if let Some(usage) = usage.or_else(|| x_groq.and_then(|x| x.usage)) {
+        out.push_back(StreamEvent::Usage((*usage).into()));
     }
 }
 

@@ -386,11 +386,16 @@ fn first_choice<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Choice
             }
             Ok(first)
         }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
             Ok(None)
         }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
     }
-    d.deserialize_any(First(std::marker::PhantomData))
+    // `null` or a list: asked for as such, not with `deserialize_any`, whose
+    // code for every JSON type ran for every chunk.
+    d.deserialize_option(First(std::marker::PhantomData))
 }
 
 #[derive(Deserialize)]
