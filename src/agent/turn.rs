@@ -120,7 +120,17 @@ pub(super) async fn run(
         journal: request.journal.as_deref(),
         interrupted: Vec::new(),
     };
-    let ended = turn.drive(start).instrument(span).await;
+    // Not one future for both steps: the model's answer streams through
+    // every future it is awaited in, once a token.
+    let ended = match turn.start(start).instrument(span.clone()).await {
+        Ok(Begun::Rounds {
+            history,
+            round,
+            spent,
+        }) => turn.rounds(history, round, spent).instrument(span).await,
+        Ok(Begun::Reply(reply)) => Ok(reply),
+        Err(error) => Err(error),
+    };
     keep_unread(inner, &conversation, &running, ended).await
 }
 
@@ -355,28 +365,16 @@ impl<S: EventSink> Turn<'_, S> {
             .or(self.inner.system_prompt.as_deref())
     }
 
-    /// Runs the turn from where `start` puts it. The model calls start in
-    /// one place: each `rounds` awaited is a copy of the whole loop in the
-    /// binary, and its future sizes the turn's.
-    async fn drive(&mut self, start: Start<'_>) -> Result<Reply> {
-        // In a block: what begins the turn is gone before the loop's
-        // await, which would keep it.
-        let (history, round, spent) = {
-            let begun = match start {
-                Start::Message(message) => self.begin(message).await?,
-                Start::Resume(decisions) => self.resume(decisions).await?,
-                Start::Recover => self.recover().await?,
-            };
-            match begun {
-                Begun::Rounds {
-                    history,
-                    round,
-                    spent,
-                } => (history, round, spent),
-                Begun::Reply(reply) => return Ok(reply),
-            }
-        };
-        self.rounds(history, round, spent).await
+    /// Begins the turn where `start` puts it: a new turn, a resumed one or
+    /// a recovered one. The model calls come after, in one place
+    /// ([`rounds`](Self::rounds)): each `rounds` awaited is a copy of the
+    /// whole loop in the binary, and its future sizes the turn's.
+    async fn start(&mut self, start: Start<'_>) -> Result<Begun> {
+        match start {
+            Start::Message(message) => self.begin(message).await,
+            Start::Resume(decisions) => self.resume(decisions).await,
+            Start::Recover => self.recover().await,
+        }
     }
 
     /// Starts a turn with the user's message.
@@ -883,7 +881,10 @@ impl<S: EventSink> Turn<'_, S> {
         // Boxed: rare (typed answers streamed to a listener), and it stays
         // in the turn's future while the answer streams.
         let mut partial = listens.then(|| Partial::new(typed).map(Box::new)).flatten();
-        let end = async {
+        // One future with the turn's, not an instrumented one of its own:
+        // every token's wake-up goes through each future it is awaited in.
+        // The span is entered where the provider's stream is polled.
+        let end = 'stream: {
             // Events come first; cancellation is looked at only while the
             // stream waits, when a cancel must wake this task. The
             // cancellation future registers the task's waker when polled and
@@ -898,7 +899,7 @@ impl<S: EventSink> Turn<'_, S> {
             loop {
                 seen = seen.wrapping_add(1);
                 if seen.is_multiple_of(32) && self.cancel.is_cancelled() {
-                    return CallEnd::Cancelled(assembler);
+                    break 'stream CallEnd::Cancelled(assembler);
                 }
                 // The wait's outcome is read in a block of its own, and a
                 // listener's events are emitted by one future: a local kept
@@ -907,7 +908,8 @@ impl<S: EventSink> Turn<'_, S> {
                 // turn's future, before).
                 let event = {
                     let next = std::future::poll_fn(|cx| {
-                        if let Poll::Ready(next) = events.poll_next_unpin(cx) {
+                        let polled = span.in_scope(|| events.poll_next_unpin(cx));
+                        if let Poll::Ready(next) = polled {
                             return Poll::Ready(Some(next));
                         }
                         match &registered {
@@ -927,11 +929,11 @@ impl<S: EventSink> Turn<'_, S> {
                     })
                     .await;
                     let Some(next) = next else {
-                        return CallEnd::Cancelled(assembler);
+                        break 'stream CallEnd::Cancelled(assembler);
                     };
                     match next {
                         Some(Ok(event)) => event,
-                        Some(Err(error)) => return CallEnd::Failed(assembler, error),
+                        Some(Err(error)) => break 'stream CallEnd::Failed(assembler, error),
                         None => break,
                     }
                 };
@@ -946,9 +948,7 @@ impl<S: EventSink> Turn<'_, S> {
                 self.sink.emit(AgentEvent::Usage(usage)).await;
             }
             CallEnd::Complete(assembled)
-        }
-        .instrument(span.clone())
-        .await;
+        };
         if let CallEnd::Failed(_, error) = &end {
             span.record("otel.status_code", "ERROR");
             span.record("error.type", tracing::field::display(error.error_type()));
