@@ -869,7 +869,8 @@ mod tests {
     /// until the steps borrowed it: 5.1 KB then, 3.8 KB after (this build;
     /// 5.3 and 3.8 KB in release; 4.1 KB in release once it held the whole
     /// request). Then 2.3 KB, in both builds, once no local was kept twice
-    /// or kept while the model streams (see `Turn::answered`). A step taking
+    /// or kept while the model streams (see `Turn::answered`); 2.2 KB once
+    /// the model's stream was read in the turn's own future. A step taking
     /// the turn by value, or an `async fn` taking a large argument, shows
     /// here.
     #[test]
@@ -884,7 +885,7 @@ mod tests {
     /// The same for a streamed turn (`Agent::stream`, as the bots run
     /// theirs): each event's emit kept it twice beside the channel's own
     /// copy, 3.2 KB in all, until the sinks took a slot first (2.3 KB, in
-    /// both builds).
+    /// both builds; 2.2 KB now).
     #[test]
     fn a_streamed_turn_future_stays_small() {
         let agent = Agent::builder()

@@ -122,14 +122,19 @@ pub(super) async fn run(
     };
     // Not one future for both steps: the model's answer streams through
     // every future it is awaited in, once a token.
-    let ended = match turn.start(start).instrument(span.clone()).await {
-        Ok(Begun::Rounds {
-            history,
-            round,
-            spent,
-        }) => turn.rounds(history, round, spent).instrument(span).await,
-        Ok(Begun::Reply(reply)) => Ok(reply),
-        Err(error) => Err(error),
+    // (What `start` returns is taken apart before the loop's await, which
+    // would keep it.)
+    let ended = 'ended: {
+        let (history, round, spent) = match turn.start(start).instrument(span.clone()).await {
+            Ok(Begun::Rounds {
+                history,
+                round,
+                spent,
+            }) => (history, round, spent),
+            Ok(Begun::Reply(reply)) => break 'ended Ok(reply),
+            Err(error) => break 'ended Err(error),
+        };
+        turn.rounds(history, round, spent).instrument(span).await
     };
     keep_unread(inner, &conversation, &running, ended).await
 }
