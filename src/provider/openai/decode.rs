@@ -76,7 +76,7 @@ impl Decoder {
     ///
     /// Most chunks carry a piece of text and nothing else, one per token:
     /// what they need is kept together here, and what the others need is
-    /// in functions of its own, out of the way. (The instructions one token
+    /// in functions of their own, out of the way. (The instructions one token
     /// runs have to fit the processor's instruction cache with the HTTP
     /// client's; past it, every token re-fetches them all.)
     pub(super) fn chunk(
