@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 
 pub use super::endpoint::{Endpoint, KeyHeader};
@@ -291,7 +290,17 @@ impl<D: Dialect> Http<D> {
 
     /// Sends the request and, once the server answered well, returns the
     /// stream of its events.
-    async fn connect(&self, body: Bytes) -> Result<EventStream<'_>, ProviderError> {
+    /// The answer's frames, unboxed: the retry stage polls them directly.
+    async fn connect(
+        &self,
+        body: Bytes,
+    ) -> Result<
+        impl futures_core::Stream<Item = Result<super::StreamEvent, ProviderError>>
+        + Unpin
+        + Send
+        + use<'_, D>,
+        ProviderError,
+    > {
         let endpoint = &self.endpoint;
         let url = self.dialect.chat_url(endpoint);
         let read_timeout = endpoint.read_timeout();
@@ -306,8 +315,7 @@ impl<D: Dialect> Http<D> {
             redact(&url).into_owned(),
             read_timeout,
             tap,
-        )
-        .boxed())
+        ))
     }
 }
 

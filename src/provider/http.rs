@@ -11,19 +11,21 @@ use futures_util::stream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{EventStream, ProviderError, RetryPolicy};
+use super::{EventStream, ProviderError, RetryPolicy, StreamEvent};
+use futures_core::Stream;
 
 /// The events of one request under `retry`: the encoded `body` (or the error
 /// encoding it) sent by `connect` on each try, until a try streams its first
 /// event or fails in a way the policy doesn't retry.
-pub(crate) fn retried<'a, F>(
+pub(crate) fn retried<'a, F, S>(
     body: Result<Bytes, ProviderError>,
     retry: &'a RetryPolicy,
     cancel: &'a CancellationToken,
     connect: impl Fn(Bytes) -> F + Send + 'a,
 ) -> EventStream<'a>
 where
-    F: Future<Output = Result<EventStream<'a>, ProviderError>> + Send + 'a,
+    F: Future<Output = Result<S, ProviderError>> + Send + 'a,
+    S: Stream<Item = Result<StreamEvent, ProviderError>> + Unpin + Send + 'a,
 {
     let body = match body {
         Ok(body) => body,

@@ -117,13 +117,14 @@ impl RetryPolicy {
     /// the rest of its stream: a connection can hand on its body's stream
     /// itself, without a layer of its own between every event and its
     /// reader.
-    pub(crate) fn attempts<'a, F>(
+    pub(crate) fn attempts<'a, F, S>(
         &'a self,
         cancel: &'a CancellationToken,
         mut try_once: impl FnMut() -> F + Send + 'a,
     ) -> EventStream<'a>
     where
-        F: Future<Output = (Option<Item>, Option<EventStream<'a>>)> + Send + 'a,
+        F: Future<Output = (Option<Item>, Option<S>)> + Send + 'a,
+        S: futures_core::Stream<Item = Item> + Unpin + Send + 'a,
     {
         Staged::new(async move {
             let started = Instant::now();

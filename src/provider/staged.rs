@@ -7,7 +7,7 @@ use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 
-use super::{EventStream, ProviderError, StreamEvent};
+use super::{ProviderError, StreamEvent};
 
 pub(crate) type Item = Result<StreamEvent, ProviderError>;
 
@@ -15,15 +15,17 @@ pub(crate) type Item = Result<StreamEvent, ProviderError>;
 /// yields from the rest directly. It stands in for `once(fut).flatten()`
 /// chains, which put several layers of combinators between every event and
 /// its reader; the events of a long answer go through this at full rate.
-pub(crate) struct Staged<'a> {
-    start: Option<BoxFuture<'a, (Option<Item>, Option<EventStream<'a>>)>>,
-    rest: Option<EventStream<'a>>,
+///
+/// Generic over the rest, `S`: a connection's own stream (a dialect's
+/// frames) is polled here directly, not through one more boxed stream,
+/// once for every event.
+pub(crate) struct Staged<'a, S> {
+    start: Option<BoxFuture<'a, (Option<Item>, Option<S>)>>,
+    rest: Option<S>,
 }
 
-impl<'a> Staged<'a> {
-    pub(crate) fn new(
-        start: impl Future<Output = (Option<Item>, Option<EventStream<'a>>)> + Send + 'a,
-    ) -> Self {
+impl<'a, S> Staged<'a, S> {
+    pub(crate) fn new(start: impl Future<Output = (Option<Item>, Option<S>)> + Send + 'a) -> Self {
         Self {
             start: Some(Box::pin(start)),
             rest: None,
@@ -31,7 +33,7 @@ impl<'a> Staged<'a> {
     }
 }
 
-impl Stream for Staged<'_> {
+impl<S: Stream<Item = Item> + Unpin> Stream for Staged<'_, S> {
     type Item = Item;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
