@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_core::Stream;
 use futures_util::future::BoxFuture;
 
 pub use super::endpoint::{Endpoint, KeyHeader};
@@ -20,6 +21,7 @@ use super::frames::Frames;
 pub use super::frames::{Decode, Events, Framing, json};
 use super::http::{redact, retried};
 use super::observe::Observe;
+use super::staged::Item;
 use super::{
     ChatRequest, ContextWindow, EventStream, Health, Provider, ProviderError, RetryPolicy,
     ToolChoice,
@@ -289,18 +291,12 @@ impl<D: Dialect> Http<D> {
     }
 
     /// Sends the request and, once the server answered well, returns the
-    /// stream of its events.
-    /// The answer's frames, unboxed: the retry stage polls them directly.
+    /// stream of its events: the answer's frames, unboxed, as the retry
+    /// stage polls them directly.
     async fn connect(
         &self,
         body: Bytes,
-    ) -> Result<
-        impl futures_core::Stream<Item = Result<super::StreamEvent, ProviderError>>
-        + Unpin
-        + Send
-        + use<'_, D>,
-        ProviderError,
-    > {
+    ) -> Result<impl Stream<Item = Item> + Unpin + Send + use<'_, D>, ProviderError> {
         let endpoint = &self.endpoint;
         let url = self.dialect.chat_url(endpoint);
         let read_timeout = endpoint.read_timeout();

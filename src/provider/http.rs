@@ -6,13 +6,14 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::stream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{EventStream, ProviderError, RetryPolicy, StreamEvent};
-use futures_core::Stream;
+use super::staged::Item;
+use super::{EventStream, ProviderError, RetryPolicy};
 
 /// The events of one request under `retry`: the encoded `body` (or the error
 /// encoding it) sent by `connect` on each try, until a try streams its first
@@ -25,7 +26,7 @@ pub(crate) fn retried<'a, F, S>(
 ) -> EventStream<'a>
 where
     F: Future<Output = Result<S, ProviderError>> + Send + 'a,
-    S: Stream<Item = Result<StreamEvent, ProviderError>> + Unpin + Send + 'a,
+    S: Stream<Item = Item> + Unpin + Send + 'a,
 {
     let body = match body {
         Ok(body) => body,

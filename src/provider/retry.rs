@@ -3,6 +3,7 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
+use futures_core::Stream;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -124,7 +125,7 @@ impl RetryPolicy {
     ) -> EventStream<'a>
     where
         F: Future<Output = (Option<Item>, Option<S>)> + Send + 'a,
-        S: futures_core::Stream<Item = Item> + Unpin + Send + 'a,
+        S: Stream<Item = Item> + Unpin + Send + 'a,
     {
         Staged::new(async move {
             let started = Instant::now();
