@@ -16,10 +16,11 @@ use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::future::BoxFuture;
 
+use super::endpoint::Target;
 pub use super::endpoint::{Endpoint, KeyHeader};
 use super::frames::Frames;
 pub use super::frames::{Decode, Events, Framing, json};
-use super::http::{redact, retried};
+use super::http::retried;
 use super::observe::Observe;
 use super::staged::Item;
 use super::{
@@ -145,6 +146,9 @@ pub fn encode(body: &impl serde::Serialize) -> Result<Vec<u8>, ProviderError> {
 pub struct Http<D> {
     endpoint: Endpoint,
     dialect: D,
+    /// Where chat requests go, from the dialect and the endpoint; made
+    /// again by the setters that could change it.
+    chat: Target,
     /// The context window, once asked; shared by clones, replaced by
     /// setters that could change it.
     window: Arc<tokio::sync::OnceCell<Option<ContextWindow>>>,
@@ -164,8 +168,10 @@ impl<D: Dialect> Http<D> {
     /// dialect of your own is made. ferrobot's have their own constructors,
     /// such as [`OpenAiCompatible::new`](super::OpenAiCompatible::new).
     pub fn with_dialect(base_url: impl Into<String>, dialect: D) -> Self {
+        let endpoint = Endpoint::new(base_url, D::KEY_HEADER, D::HEADERS);
         Self {
-            endpoint: Endpoint::new(base_url, D::KEY_HEADER, D::HEADERS),
+            chat: Target::new(&dialect.chat_url(&endpoint)),
+            endpoint,
             dialect,
             window: Arc::default(),
         }
@@ -186,13 +192,18 @@ impl<D: Dialect> Http<D> {
     #[must_use]
     pub fn with(mut self, change: impl FnOnce(&mut D)) -> Self {
         change(&mut self.dialect);
-        self.window = Arc::default();
-        self
+        self.changed()
     }
 
     /// Changes the endpoint; the setters below go through it.
     fn endpoint_with(mut self, change: impl FnOnce(&mut Endpoint)) -> Self {
         change(&mut self.endpoint);
+        self.changed()
+    }
+
+    /// What is derived from the dialect and the endpoint, after a change.
+    fn changed(mut self) -> Self {
+        self.chat = Target::new(&self.dialect.chat_url(&self.endpoint));
         self.window = Arc::default();
         self
     }
@@ -298,17 +309,16 @@ impl<D: Dialect> Http<D> {
         body: Bytes,
     ) -> Result<impl Stream<Item = Item> + Unpin + Send + use<'_, D>, ProviderError> {
         let endpoint = &self.endpoint;
-        let url = self.dialect.chat_url(endpoint);
         let read_timeout = endpoint.read_timeout();
         let (response, tap) = endpoint
-            .send(reqwest::Method::POST, &url, Some(body), read_timeout)
+            .send(reqwest::Method::POST, &self.chat, Some(body), read_timeout)
             .await
             .map_err(|e| self.dialect.explain(e))?;
         Ok(Frames::new(
             response.bytes_stream(),
             self.dialect.framing(),
             self.dialect.decoder(),
-            redact(&url).into_owned(),
+            Arc::clone(self.chat.shown()),
             read_timeout,
             tap,
         ))

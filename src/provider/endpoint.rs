@@ -60,6 +60,9 @@ pub struct Endpoint {
     dialect_headers: &'static [(&'static str, &'static str)],
     /// The caller's own headers, sent with every request.
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// All the headers of a request with a JSON body, built once (by the
+    /// setters) rather than for every request; or why they can't be.
+    sent: Result<HeaderMap, String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     retry: RetryPolicy,
@@ -115,6 +118,41 @@ fn is_credential(name: &HeaderName) -> bool {
         || name.ends_with("-token")
 }
 
+/// Where requests go: the URL, parsed once rather than by every request,
+/// and as messages show it (without `user:password@`).
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    url: Result<reqwest::Url, String>,
+    shown: Arc<str>,
+}
+
+impl Target {
+    /// `url`, or why no request can go there (every request fails with
+    /// it as a [`ProviderError::Config`]).
+    pub(crate) fn new(url: &str) -> Self {
+        let shown: Arc<str> = redact(url).into();
+        let unusable = |why: String| {
+            Err(format!(
+                "requests can't go to `{shown}`: {why}; the base URL must be an http(s) address such as `http://localhost:11434/v1`"
+            ))
+        };
+        let url = match reqwest::Url::parse(url) {
+            Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+                unusable(format!("its scheme `{}` is not http or https", url.scheme()))
+            }
+            Ok(url) if !url.has_host() => unusable("it names no host".to_owned()),
+            Ok(url) => Ok(url),
+            Err(e) => unusable(e.to_string()),
+        };
+        Self { url, shown }
+    }
+
+    /// The URL as messages and logs show it.
+    pub(crate) fn shown(&self) -> &Arc<str> {
+        &self.shown
+    }
+}
+
 /// Distinguishes the exchanges an observer sees.
 static EXCHANGES: AtomicU64 = AtomicU64::new(1);
 
@@ -134,6 +172,7 @@ impl Endpoint {
             key_header,
             dialect_headers: headers,
             headers: Vec::new(),
+            sent: Ok(HeaderMap::new()),
             temperature: None,
             max_tokens: None,
             retry: RetryPolicy::default(),
@@ -145,6 +184,7 @@ impl Endpoint {
             #[cfg(feature = "cassette")]
             replay: None,
         }
+        .with_headers_built()
     }
 
     /// The base URL, as given (with any credentials in it).
@@ -195,6 +235,7 @@ impl Endpoint {
     pub(crate) fn set_key(&mut self, key: &str) {
         let key = key.trim();
         self.key = (!key.is_empty()).then(|| key.to_owned());
+        self.sent = self.headers(true);
     }
 
     pub(crate) fn add_header(&mut self, name: &str, value: &str) {
@@ -206,6 +247,7 @@ impl Endpoint {
                 value.set_sensitive(is_credential(&name));
                 self.headers.retain(|(n, _)| *n != name);
                 self.headers.push((name, value));
+                self.sent = self.headers(true);
             }
             (Err(_), _) => {
                 self.problem = Some(format!("`{text}` is not a valid HTTP header name"));
@@ -281,28 +323,18 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Sends one request: `body` as JSON when given, the dialect's own
-    /// headers, the key and the caller's headers. Waits at most `wait` for
-    /// the response head; an error status comes back as
-    /// [`ProviderError::Status`] with the server's message. What it sends and
-    /// receives goes to the observer, if any.
-    pub(crate) async fn send(
-        &self,
-        method: reqwest::Method,
-        url: &str,
-        body: Option<Bytes>,
-        wait: Duration,
-    ) -> Result<(reqwest::Response, Option<Tap>), ProviderError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| ProviderError::Config(e.clone()))?;
-        if let Some(problem) = &self.problem {
-            return Err(ProviderError::Config(problem.clone()));
-        }
+    fn with_headers_built(mut self) -> Self {
+        self.sent = self.headers(true);
+        self
+    }
+
+    /// The headers of every request: `Content-Type` for a `json` body, the
+    /// dialect's own, the key, the caller's (in that order, as observers
+    /// and recordings list them).
+    fn headers(&self, json: bool) -> Result<HeaderMap, String> {
         let headers = self.dialect_headers;
         let mut map = HeaderMap::with_capacity(headers.len() + self.headers.len() + 2);
-        if body.is_some() {
+        if json {
             map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         for (name, value) in headers {
@@ -319,10 +351,8 @@ impl Endpoint {
                 }
             };
             let mut value = value.map_err(|_| {
-                ProviderError::Config(
-                    "the API key holds characters no HTTP header can carry; check it for stray quotes or line breaks"
-                        .to_owned(),
-                )
+                "the API key holds characters no HTTP header can carry; check it for stray quotes or line breaks"
+                    .to_owned()
             })?;
             value.set_sensitive(true);
             map.insert(name, value);
@@ -330,11 +360,40 @@ impl Endpoint {
         for (name, value) in &self.headers {
             map.insert(name.clone(), value.clone());
         }
-        let shown_url = redact(url);
+        Ok(map)
+    }
+
+    /// Sends one request: `body` as JSON when given, the dialect's own
+    /// headers, the key and the caller's headers. Waits at most `wait` for
+    /// the response head; an error status comes back as
+    /// [`ProviderError::Status`] with the server's message. What it sends and
+    /// receives goes to the observer, if any.
+    pub(crate) async fn send(
+        &self,
+        method: reqwest::Method,
+        target: &Target,
+        body: Option<Bytes>,
+        wait: Duration,
+    ) -> Result<(reqwest::Response, Option<Tap>), ProviderError> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ProviderError::Config(e.clone()))?;
+        if let Some(problem) = &self.problem {
+            return Err(ProviderError::Config(problem.clone()));
+        }
+        let url = target.url.as_ref().map_err(|e| ProviderError::Config(e.clone()))?;
+        // A chat request's headers are the ones built already.
+        let map = match body {
+            Some(_) => self.sent.clone(),
+            None => self.headers(false),
+        }
+        .map_err(ProviderError::Config)?;
+        let shown_url = &*target.shown;
         let listed_headers = (self.observer.is_some() || self.has_replay()).then(|| listed(&map));
         let wire = WireRequest {
             method: method.as_str(),
-            url: &shown_url,
+            url: shown_url,
             headers: listed_headers.as_deref().unwrap_or_default(),
             body: body.as_deref().unwrap_or_default(),
         };
@@ -346,12 +405,14 @@ impl Endpoint {
         let sent = match self.replayed(&wire) {
             Some(answer) => answer,
             None => {
-                let mut request = client.request(method, url).headers(map);
-                if let Some(body) = body {
-                    request = request.body(body);
-                }
-                match tokio::time::timeout(wait, request.send()).await {
-                    Ok(result) => result.map_err(|e| transport_error(&shown_url, wait, e)),
+                // The request built whole, from the URL parsed once: not
+                // through `RequestBuilder`, which parses it again and merges
+                // the headers one by one.
+                let mut request = reqwest::Request::new(method, url.clone());
+                *request.headers_mut() = map;
+                *request.body_mut() = body.map(reqwest::Body::from);
+                match tokio::time::timeout(wait, client.execute(request)).await {
+                    Ok(result) => result.map_err(|e| transport_error(shown_url, wait, e)),
                     Err(_) => Err(ProviderError::Timeout {
                         endpoint: shown_url.to_string(),
                         after: wait,
@@ -436,14 +497,15 @@ impl Endpoint {
         body: Option<Bytes>,
         wait: Duration,
     ) -> Result<Value, ProviderError> {
-        let shown_url = redact(url);
+        let target = Target::new(url);
+        let shown_url = &*target.shown;
         let read = async {
-            let (response, tap) = self.send(method, url, body, wait).await?;
+            let (response, tap) = self.send(method, &target, body, wait).await?;
             let bytes = response.bytes().await;
             if let (Some(tap), Ok(bytes)) = (&tap, &bytes) {
                 tap.chunk(bytes);
             }
-            let bytes = bytes.map_err(|e| transport_error(&shown_url, wait, e));
+            let bytes = bytes.map_err(|e| transport_error(shown_url, wait, e));
             if let Some(tap) = tap {
                 match &bytes {
                     Ok(_) => tap.end(Outcome::Complete),
@@ -457,7 +519,7 @@ impl Endpoint {
         match tokio::time::timeout(wait, read).await {
             Ok(result) => result,
             Err(_) => Err(ProviderError::Timeout {
-                endpoint: shown_url.into_owned(),
+                endpoint: shown_url.to_owned(),
                 after: wait,
             }),
         }

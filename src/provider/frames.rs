@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -105,7 +106,7 @@ pub(crate) struct Frames<S, D> {
     /// The `event:` name of the event being read.
     name: Option<(usize, usize)>,
     queue: Events,
-    endpoint: String,
+    endpoint: Arc<str>,
     done: bool,
     /// An error that ends the stream once the events decoded before it are out.
     error: Option<ProviderError>,
@@ -118,7 +119,7 @@ impl<S, D: Decode> Frames<S, D> {
         body: S,
         framing: Framing,
         decoder: D,
-        endpoint: String,
+        endpoint: Arc<str>,
         read_timeout: Duration,
         tap: Option<Tap>,
     ) -> Self {
@@ -411,7 +412,7 @@ where
                     }
                     Poll::Pending if this.idle.timed_out(cx) => {
                         Err(this.failed(ProviderError::Timeout {
-                            endpoint: this.endpoint.clone(),
+                            endpoint: this.endpoint.to_string(),
                             after: this.idle.limit(),
                         }))
                     }

@@ -104,9 +104,12 @@ async fn an_observer_sees_the_bytes_of_every_try_with_the_key_redacted() {
         !all.contains("sk-secret") && !all.contains("tok-secret"),
         "{all}"
     );
-    // Two tries, each with its own number: a 503 with its body, then the stream.
-    let first: u64 = lines[0].split(' ').next().unwrap().parse().unwrap();
-    let second = first + 1;
+    // Two tries, each with its own number: a 503 with its body, then the
+    // stream. (Numbers are unique in the process, so other tests' exchanges
+    // may come between them.)
+    let number = |line: &str| -> u64 { line.split(' ').next().unwrap().parse().unwrap() };
+    let (first, second) = (number(&lines[0]), number(&lines[4]));
+    assert!(second > first, "{all}");
     assert!(
         lines[0].starts_with(&format!(
             "{first} POST {}/v1/chat/completions [",
@@ -202,6 +205,49 @@ async fn a_header_http_cannot_carry_fails_every_call_with_advice() {
         .await
         .unwrap_err();
     assert!(error.chain().contains("header value"), "{}", error.chain());
+}
+
+#[tokio::test]
+async fn a_key_http_cannot_carry_fails_every_call_with_advice() {
+    let provider = OpenAiCompatible::new("http://127.0.0.1:9/v1")
+        .model("m")
+        .api_key("sk-\"quoted\"\nkey");
+    for _ in 0..2 {
+        let error = assemble(&provider, &[Message::user("hi")])
+            .await
+            .unwrap_err();
+        assert!(
+            error.chain().contains("the API key holds characters no HTTP header can carry"),
+            "{}",
+            error.chain()
+        );
+        assert!(!error.chain().contains("quoted"), "{}", error.chain());
+    }
+}
+
+/// A base URL a request can't go to says so before anything is sent, and
+/// how to write one; nothing is retried.
+#[tokio::test]
+async fn a_base_url_that_is_not_an_http_address_is_explained() {
+    for (base, reason) in [
+        ("localhost:11434/v1", "its scheme `localhost` is not http or https"),
+        ("127.0.0.1:11434/v1", "relative URL without a base"),
+        ("ftp://models.example/v1", "its scheme `ftp` is not http or https"),
+        ("http://[::1/v1", "invalid IPv6 address"),
+    ] {
+        let provider = OpenAiCompatible::new(base)
+            .model("m")
+            .retry(RetryPolicy::default());
+        let error = assemble(&provider, &[Message::user("hi")])
+            .await
+            .unwrap_err();
+        let chain = error.chain();
+        assert!(chain.contains(reason), "{base}: {chain}");
+        assert!(
+            chain.contains("the base URL must be an http(s) address such as `http://localhost:11434/v1`"),
+            "{base}: {chain}"
+        );
+    }
 }
 
 #[tokio::test]
