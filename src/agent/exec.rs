@@ -5,6 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt, stream};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -85,8 +86,10 @@ pub(crate) async fn run_calls(
         inner.max_concurrent_tools
     };
     // The futures are built up front: a `map` closure inside the stream type
-    // trips the compiler's `Send` check for spawned turns.
-    let runs: Vec<_> = calls
+    // trips the compiler's `Send` check for spawned turns. Boxed: a call's
+    // future is large and the turn's should not hold its room, and one
+    // `poll` serves both ways of running them below.
+    let mut runs: Vec<BoxFuture<'_, (ToolResult, ToolCallRecord)>> = calls
         .iter()
         .zip(decided)
         .map(|(call, decided)| {
@@ -104,8 +107,16 @@ pub(crate) async fn run_calls(
                     scope,
                 },
             )
+            .boxed()
         })
         .collect();
+    // The usual round, one call, is simply awaited: running calls side by
+    // side takes a task set with its own wake-ups.
+    if runs.len() == 1
+        && let Some(run) = runs.pop()
+    {
+        return vec![run.await];
+    }
     stream::iter(runs).buffered(limit).collect().await
 }
 
