@@ -522,7 +522,7 @@ async fn finish(parent: &Inner, id: u64, name: &str, conversation: &Arc<str>, en
     {
         // Never in the middle of a turn of the conversation: the model
         // reads it as the last word before the next message.
-        let _turn = parent.locks.lock(conversation).await;
+        let _turn = parent.turns.lock(conversation).await;
         if let Err(error) = parent
             .history
             .append(conversation, &[Message::assistant(text.as_str())])

@@ -31,7 +31,6 @@ mod event;
 mod exec;
 mod images;
 mod instructions;
-mod lock;
 mod output;
 mod prompt;
 mod request;
@@ -68,8 +67,7 @@ pub use slash::parse_arguments;
 pub use sub::{AgentTool, SubAgentLimits};
 pub use watch::{TurnWatch, TurnWatcher};
 
-use self::lock::ConversationLocks;
-use self::running::RunningTurns;
+use self::running::Turns;
 use crate::confirm::{ConfirmHandler, Decision};
 use crate::error::{Error, Result};
 use crate::history::{HistoryStore, MemoryHistory};
@@ -126,13 +124,13 @@ pub(crate) struct Inner {
     max_concurrent_tools: usize,
     tool_timeout: Duration,
     confirm_timeout: Option<Duration>,
-    locks: ConversationLocks,
+    /// One turn at a time per conversation, and the running ones.
+    turns: Turns,
     while_busy: WhileBusy,
     watcher: Option<Arc<dyn TurnWatcher>>,
     prompt_tail: Option<Arc<dyn PromptTail>>,
     /// What [`TurnInfo::now`] reads; the system clock when `None`.
     clock: Option<Arc<dyn Fn() -> std::time::SystemTime + Send + Sync>>,
-    running: RunningTurns,
     /// Exclusive tools take it for writing, all others for reading.
     exclusive: tokio::sync::RwLock<()>,
     /// The agent's background tasks ([`Delegate`]), for `/tasks` and
@@ -286,12 +284,11 @@ impl Agent {
                 max_concurrent_tools: max_concurrent_tools.max(1),
                 tool_timeout,
                 confirm_timeout,
-                locks: ConversationLocks::default(),
+                turns: Turns::default(),
                 while_busy,
                 watcher,
                 prompt_tail,
                 clock,
-                running: RunningTurns::default(),
                 exclusive: tokio::sync::RwLock::new(()),
                 tasks: delegate::Tasks::default(),
                 me: me.clone(),
@@ -344,7 +341,8 @@ impl Agent {
             let sink = NoSink {
                 watching: self.watch(conversation, &request),
             };
-            let reply = turn::run(&self.inner, conversation.into(), &request, &sink, &cancel).await;
+            let reply =
+                turn::run(&self.inner, conversation.into(), &request, &sink, &cancel, true).await;
             ended(sink.watching, reply.as_ref());
             reply
         }
@@ -468,7 +466,7 @@ impl Agent {
         let conversation = Arc::<str>::from(conversation);
         let turn_cancel = cancel.clone();
         tokio::spawn(async move {
-            let turn = turn::run(&inner, conversation, &request, &sink, &turn_cancel);
+            let turn = turn::run(&inner, conversation, &request, &sink, &turn_cancel, false);
             let result = turn.await;
             let ChannelSink { tx, watching, .. } = sink;
             ended(watching, result.as_ref());
@@ -600,7 +598,7 @@ impl Agent {
     /// # }
     /// ```
     pub fn stop(&self, conversation: &str) -> bool {
-        self.inner.running.stop(conversation)
+        self.inner.turns.stop(conversation)
     }
 
     /// The agent's history store.
@@ -899,7 +897,7 @@ mod tests {
             watching: None,
         };
         let request = TurnRequest::from("size");
-        let turn = turn::run(&agent.inner, "c".into(), &request, &sink, &cancel);
+        let turn = turn::run(&agent.inner, "c".into(), &request, &sink, &cancel, false);
         let bytes = std::mem::size_of_val(&turn);
         assert!(bytes <= 2560, "an `Agent::stream` turn is {bytes} bytes");
     }

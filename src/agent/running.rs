@@ -1,8 +1,10 @@
-//! The turns running now: what `/stop` cancels and where steering goes.
+//! One turn at a time per conversation, and the turns running now: what
+//! `/stop` cancels and where steering goes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{Message, Part};
@@ -47,65 +49,93 @@ pub enum WhileBusy {
     Interrupt,
 }
 
-/// The running turn of each conversation: its cancellation token and its
-/// steering inbox. An entry lives only while a turn runs, so idle
-/// conversations cost nothing.
+/// The conversations with a turn running or waiting: one turn at a time
+/// per conversation, and the running turn's cancellation token and
+/// steering inbox. A conversation's entry lives only while a turn holds or
+/// awaits it, so idle conversations cost nothing; a turn finds its own
+/// entry without looking it up again.
 #[derive(Debug, Default)]
-pub(crate) struct RunningTurns {
-    turns: Mutex<HashMap<Arc<str>, Entry>>,
-    /// Tells a turn's entry from a later turn's of the same conversation.
-    next: std::sync::atomic::AtomicU64,
+pub(crate) struct Turns {
+    slots: Mutex<HashMap<Arc<str>, Arc<Slot>>>,
+}
+
+/// One conversation's place in [`Turns`].
+#[derive(Debug)]
+struct Slot {
+    /// One permit: the turn holding it runs, later ones wait in order.
+    gate: Semaphore,
+    /// The running turn, from its start until it ends.
+    running: Mutex<Option<Running>>,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self {
+            gate: Semaphore::new(1),
+            running: Mutex::default(),
+        }
+    }
 }
 
 #[derive(Debug)]
-struct Entry {
-    id: u64,
+struct Running {
     cancel: CancellationToken,
     inbox: Vec<Message>,
 }
 
-/// A turn's place in [`RunningTurns`], from when it holds the conversation's
+/// A conversation's turn lock, from [`Turns::lock`]; the conversation's
+/// next turn starts when it drops.
+#[derive(Debug)]
+pub(crate) struct TurnGuard<'a> {
+    owner: &'a Turns,
+    conversation: Arc<str>,
+    slot: Arc<Slot>,
+    /// Whether the permit is held: false while the turn waits for it.
+    held: bool,
+}
+
+/// A turn's place in [`Turns`], from when it holds the conversation's
 /// lock until it ends.
 #[derive(Debug)]
 pub(crate) struct RunningTurn<'a> {
-    owner: &'a RunningTurns,
-    conversation: Arc<str>,
-    id: u64,
+    slot: &'a Slot,
     cancel: CancellationToken,
 }
 
-impl RunningTurns {
-    /// Registers the turn of `conversation` now holding its lock. Its token
-    /// is a child of `caller`: stopping the turn leaves the caller's token
-    /// alone, and the caller cancelling stops the turn.
-    pub(crate) fn start(
-        &self,
-        conversation: &Arc<str>,
-        caller: &CancellationToken,
-    ) -> RunningTurn<'_> {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let cancel = caller.child_token();
-        self.lock().insert(
-            Arc::clone(conversation),
-            Entry {
-                id,
-                cancel: cancel.clone(),
-                inbox: Vec::new(),
-            },
-        );
-        RunningTurn {
+impl Turns {
+    /// Waits until no other turn of `conversation` runs or waits before
+    /// this one, and holds the conversation until the guard drops.
+    pub(crate) async fn lock(&self, conversation: &Arc<str>) -> TurnGuard<'_> {
+        let slot = Arc::clone(self.slots().entry(Arc::clone(conversation)).or_default());
+        // A guard already while waiting: a turn dropped as it waits takes
+        // its conversation's entry away if nobody else needs it.
+        let mut guard = TurnGuard {
             owner: self,
             conversation: Arc::clone(conversation),
-            id,
-            cancel,
+            slot,
+            held: false,
+        };
+        // The permit is given back by the guard's drop, which holds the
+        // slot the permit belongs to. The gate is never closed.
+        if let Ok(permit) = guard.slot.gate.acquire().await {
+            permit.forget();
+            guard.held = true;
         }
+        guard
     }
 
     /// Cancels the conversation's running turn; false when none runs.
     pub(crate) fn stop(&self, conversation: &str) -> bool {
-        match self.lock().get(conversation) {
-            Some(entry) => {
-                entry.cancel.cancel();
+        // Under the map's lock, as every look at a slot from outside its
+        // turn: a turn ending meanwhile sees nobody else holding its slot.
+        let slots = self.slots();
+        let Some(slot) = slots.get(conversation) else {
+            return false;
+        };
+        let running = lock(&slot.running);
+        match &*running {
+            Some(turn) => {
+                turn.cancel.cancel();
                 true
             }
             None => false,
@@ -117,24 +147,68 @@ impl RunningTurns {
     /// own. The turn reads its inbox under the same lock, so a message
     /// handed over here is always read.
     pub(crate) fn steer(&self, conversation: &str, message: Message) -> Result<(), Message> {
-        match self.lock().get_mut(conversation) {
-            Some(entry) if !entry.cancel.is_cancelled() => {
-                entry.inbox.push(message);
+        let slots = self.slots();
+        let Some(slot) = slots.get(conversation) else {
+            return Err(message);
+        };
+        let mut running = lock(&slot.running);
+        match &mut *running {
+            Some(turn) if !turn.cancel.is_cancelled() => {
+                turn.inbox.push(message);
                 Ok(())
             }
             _ => Err(message),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Entry>> {
-        self.turns
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn slots(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<Slot>>> {
+        lock(&self.slots)
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.lock().len()
+        self.slots().len()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl TurnGuard<'_> {
+    /// Registers the turn holding this lock as the running one. Its token
+    /// is a child of `caller`: stopping the turn leaves the caller's token
+    /// alone, and the caller cancelling stops the turn. A caller whose
+    /// token is the turn's alone (`owned`) has it used as it is.
+    pub(crate) fn start(&self, caller: &CancellationToken, owned: bool) -> RunningTurn<'_> {
+        let cancel = if owned {
+            caller.clone()
+        } else {
+            caller.child_token()
+        };
+        *lock(&self.slot.running) = Some(Running {
+            cancel: cancel.clone(),
+            inbox: Vec::new(),
+        });
+        RunningTurn {
+            slot: &self.slot,
+            cancel,
+        }
+    }
+}
+
+impl Drop for TurnGuard<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            self.slot.gate.add_permits(1);
+        }
+        let mut slots = self.owner.slots();
+        // Only the map and this guard hold it: nobody waits, so the entry
+        // can go. Waiters clone the Arc under this same map lock, so this
+        // check can't race.
+        if Arc::strong_count(&self.slot) == 2 {
+            slots.remove(&self.conversation);
+        }
     }
 }
 
@@ -147,40 +221,30 @@ impl RunningTurn<'_> {
     /// What was said while the turn ran, as one steering message; `None`
     /// when nothing was. The inbox stays open.
     pub(crate) fn take(&self) -> Option<Message> {
-        let mut turns = self.owner.lock();
-        let entry = turns
-            .get_mut(&self.conversation)
-            .filter(|e| e.id == self.id)?;
-        join(std::mem::take(&mut entry.inbox))
+        let mut running = lock(&self.slot.running);
+        join(std::mem::take(&mut running.as_mut()?.inbox))
     }
 
     /// As [`take`](Self::take), but when nothing was said the inbox closes
     /// in the same step: a message arriving after runs as a turn of its own
     /// instead of waiting in an inbox nobody reads.
     pub(crate) fn take_or_close(&self) -> Option<Message> {
-        let mut turns = self.owner.lock();
-        let entry = turns
-            .get_mut(&self.conversation)
-            .filter(|e| e.id == self.id)?;
-        if entry.inbox.is_empty() {
-            turns.remove(&self.conversation);
+        let mut running = lock(&self.slot.running);
+        let turn = running.as_mut()?;
+        if turn.inbox.is_empty() {
+            *running = None;
             return None;
         }
-        join(std::mem::take(&mut entry.inbox))
+        join(std::mem::take(&mut turn.inbox))
     }
 
     /// Closes the inbox and returns what it still held, each as the user
     /// wrote it (not marked steering): the turn ended before reading them.
     pub(crate) fn close(&self) -> Vec<Message> {
-        let mut turns = self.owner.lock();
-        if turns
-            .get(&self.conversation)
-            .is_some_and(|e| e.id == self.id)
-        {
-            let entry = turns.remove(&self.conversation);
-            return entry.map(|e| e.inbox).unwrap_or_default();
-        }
-        Vec::new()
+        lock(&self.slot.running)
+            .take()
+            .map(|turn| turn.inbox)
+            .unwrap_or_default()
     }
 }
 
@@ -218,80 +282,134 @@ fn join(messages: Vec<Message>) -> Option<Message> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn entries_live_only_while_a_turn_runs() {
-        let running = RunningTurns::default();
+    #[tokio::test]
+    async fn entries_live_only_while_a_turn_holds_or_awaits_them() {
+        let turns = Turns::default();
         let alice: Arc<str> = "alice".into();
-        assert!(!running.stop("alice"));
+        assert!(!turns.stop("alice"));
         {
-            let turn = running.start(&alice, &CancellationToken::new());
-            assert_eq!(running.len(), 1);
+            let guard = turns.lock(&alice).await;
+            let turn = guard.start(&CancellationToken::new(), false);
+            assert_eq!(turns.len(), 1);
             assert!(!turn.cancellation().is_cancelled());
         }
-        assert_eq!(running.len(), 0);
-        assert!(!running.stop("alice"));
+        assert_eq!(turns.len(), 0);
+        assert!(!turns.stop("alice"));
     }
 
-    #[test]
-    fn stopping_cancels_the_turn_not_the_caller() {
-        let running = RunningTurns::default();
+    #[tokio::test]
+    async fn a_second_turn_waits_for_the_first() {
+        let turns = Arc::new(Turns::default());
+        let alice: Arc<str> = "alice".into();
+        let first = turns.lock(&alice).await;
+        let waiting = {
+            let (turns, alice) = (Arc::clone(&turns), Arc::clone(&alice));
+            tokio::spawn(async move {
+                let _g = turns.lock(&alice).await;
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        drop(first);
+        waiting.await.unwrap();
+        assert_eq!(turns.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_turn_dropped_while_it_waits_leaves_no_entry() {
+        let turns = Turns::default();
+        let alice: Arc<str> = "alice".into();
+        let first = turns.lock(&alice).await;
+        {
+            let mut waiting = std::pin::pin!(turns.lock(&alice));
+            assert!(futures_util::poll!(waiting.as_mut()).is_pending());
+        }
+        assert_eq!(turns.len(), 1);
+        drop(first);
+        assert_eq!(turns.len(), 0);
+        // The permit came back: the next turn runs at once.
+        let _again = turns.lock(&alice).await;
+        assert_eq!(turns.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn stopping_cancels_the_turn_not_the_caller() {
+        let turns = Turns::default();
         let caller = CancellationToken::new();
-        let turn = running.start(&"alice".into(), &caller);
-        assert!(!running.stop("bob"));
-        assert!(running.stop("alice"));
+        let alice = turns.lock(&"alice".into()).await;
+        let turn = alice.start(&caller, false);
+        assert!(!turns.stop("bob"));
+        assert!(turns.stop("alice"));
         assert!(turn.cancellation().is_cancelled());
         assert!(!caller.is_cancelled());
         // And the caller cancelling stops the turn.
         let caller = CancellationToken::new();
-        let turn = running.start(&"bob".into(), &caller);
+        let bob = turns.lock(&"bob".into()).await;
+        let turn = bob.start(&caller, false);
         caller.cancel();
         assert!(turn.cancellation().is_cancelled());
+        // A token that is the turn's alone is used as it is.
+        let own = CancellationToken::new();
+        let carol = turns.lock(&"carol".into()).await;
+        let turn = carol.start(&own, true);
+        assert!(turns.stop("carol"));
+        assert!(own.is_cancelled() && turn.cancellation().is_cancelled());
     }
 
-    #[test]
-    fn steering_messages_are_joined_into_one() {
-        let running = RunningTurns::default();
-        assert!(running.steer("alice", Message::user("lost?")).is_err());
-        let turn = running.start(&"alice".into(), &CancellationToken::new());
+    #[tokio::test]
+    async fn steering_messages_are_joined_into_one() {
+        let turns = Turns::default();
+        assert!(turns.steer("alice", Message::user("lost?")).is_err());
+        let guard = turns.lock(&"alice".into()).await;
+        // Locked but not started (a turn waiting for its store's lock):
+        // nothing to steer yet.
+        assert!(turns.steer("alice", Message::user("early")).is_err());
+        let turn = guard.start(&CancellationToken::new(), false);
         assert_eq!(turn.take(), None);
-        running.steer("alice", Message::user("first")).unwrap();
-        running.steer("alice", Message::user("second")).unwrap();
+        turns.steer("alice", Message::user("first")).unwrap();
+        turns.steer("alice", Message::user("second")).unwrap();
         let joined = turn.take().unwrap();
         assert!(joined.steering);
         assert_eq!(joined.text(), "first\n\nsecond");
         assert_eq!(turn.take(), None);
     }
 
-    #[test]
-    fn an_inbox_closed_empty_gives_messages_back() {
-        let running = RunningTurns::default();
-        let turn = running.start(&"alice".into(), &CancellationToken::new());
-        running.steer("alice", Message::user("read")).unwrap();
+    #[tokio::test]
+    async fn an_inbox_closed_empty_gives_messages_back() {
+        let turns = Turns::default();
+        let guard = turns.lock(&"alice".into()).await;
+        let turn = guard.start(&CancellationToken::new(), false);
+        turns.steer("alice", Message::user("read")).unwrap();
         assert_eq!(turn.take_or_close().unwrap().text(), "read");
         assert_eq!(turn.take_or_close(), None);
         // Closed: the next message must run as a turn of its own.
         assert_eq!(
-            running
+            turns
                 .steer("alice", Message::user("later"))
                 .unwrap_err()
                 .text(),
             "later"
         );
-        assert_eq!(running.len(), 0);
+        assert!(!turns.stop("alice"));
+        drop(turn);
+        drop(guard);
+        assert_eq!(turns.len(), 0);
     }
 
-    #[test]
-    fn what_a_turn_did_not_read_is_returned_on_close() {
-        let running = RunningTurns::default();
-        let turn = running.start(&"alice".into(), &CancellationToken::new());
-        running.steer("alice", Message::user("unread")).unwrap();
+    #[tokio::test]
+    async fn what_a_turn_did_not_read_is_returned_on_close() {
+        let turns = Turns::default();
+        let guard = turns.lock(&"alice".into()).await;
+        let turn = guard.start(&CancellationToken::new(), false);
+        turns.steer("alice", Message::user("unread")).unwrap();
         let left = turn.close();
         assert_eq!(left.len(), 1);
         assert!(!left[0].steering);
+        drop(turn);
         // A stopped turn takes no more.
-        let turn = running.start(&"alice".into(), &CancellationToken::new());
-        running.stop("alice");
-        assert!(running.steer("alice", Message::user("x")).is_err());
+        let turn = guard.start(&CancellationToken::new(), false);
+        turns.stop("alice");
+        assert!(turns.steer("alice", Message::user("x")).is_err());
         drop(turn);
     }
 }

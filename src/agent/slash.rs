@@ -35,7 +35,7 @@ pub(super) async fn run(
         }
         Some(Builtin::New) => return text_reply(NEW_ELSEWHERE.to_owned()),
         Some(Builtin::Stop) => {
-            let stopped = inner.running.stop(conversation);
+            let stopped = inner.turns.stop(conversation);
             return text_reply(if stopped { STOPPED } else { NOTHING_RUNNING }.to_owned());
         }
         Some(Builtin::Tasks) => return text_reply(inner.tasks.list(conversation)),

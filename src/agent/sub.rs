@@ -815,7 +815,7 @@ impl AgentTool {
                     depth,
                 }));
                 let ended =
-                    turn::run(inner, Arc::clone(&conversation), &request, &sink, cancel).await;
+                    turn::run(inner, Arc::clone(&conversation), &request, &sink, cancel, false).await;
                 if let Ok(reply) = &ended {
                     sink.emit(AgentEvent::Done(reply.clone())).await;
                 }
@@ -823,7 +823,7 @@ impl AgentTool {
             }
             None => {
                 let sink = NoSink::default();
-                turn::run(inner, Arc::clone(&conversation), &request, &sink, cancel).await
+                turn::run(inner, Arc::clone(&conversation), &request, &sink, cancel, false).await
             }
         };
         if let (Some(caller), Ok(reply)) = (&caller, &ended) {

@@ -30,13 +30,17 @@ fn user_message(request: &TurnRequest) -> Message {
     Message::new(Role::User, parts)
 }
 
-/// Runs one turn of `conversation`.
+/// Runs one turn of `conversation`, stopped when `cancel` is cancelled.
+/// A token that is the turn's `own` (nothing else cancels or watches it)
+/// is the running turn's token as it is, where a caller's shared one gets a
+/// child for the turn, which `/stop` cancels alone.
 pub(super) async fn run(
     inner: &Inner,
     conversation: Arc<str>,
     request: &TurnRequest,
     sink: &impl EventSink,
     cancel: &CancellationToken,
+    own: bool,
 ) -> Result<Reply> {
     let user = request.user.as_deref();
     // A sub-agent's task is the calling model's text: it runs no commands.
@@ -74,8 +78,8 @@ pub(super) async fn run(
         }
     };
     let new = matches!(start, Start::Message(_));
-    let own = request.journal.as_deref();
-    let (_turn, _shared) = lock_turn(inner, &conversation, new, own, cancel).await?;
+    let journaled = request.journal.as_deref();
+    let (held, _shared) = lock_turn(inner, &conversation, new, journaled, cancel).await?;
     let tail = inner.prompt_tail.as_ref().and_then(|tail| {
         let turn = super::TurnInfo {
             conversation: &conversation,
@@ -100,7 +104,7 @@ pub(super) async fn run(
             None => tail,
         }
     });
-    let running = inner.running.start(&conversation, cancel);
+    let running = held.start(cancel, own);
     let span = tracing::info_span!("turn", "gen_ai.conversation.id" = %conversation);
     let mut turn = Turn {
         inner,
@@ -153,20 +157,28 @@ async fn lock_turn<'i>(
     own: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<(
-    super::lock::TurnGuard<'i>,
+    super::running::TurnGuard<'i>,
     Option<crate::history::TurnGuard>,
 )> {
     let mut waited = None;
     loop {
+        // The locks first: when they are free, the cancellation isn't
+        // even polled (a waiter on the token costs more than the lock).
         let turn = tokio::select! {
-            guard = inner.locks.lock(conversation) => guard,
+            biased;
+            guard = inner.turns.lock(conversation) => guard,
             () = cancel.cancelled() => return Err(Error::Cancelled),
         };
         // Other processes sharing the store (replicas) wait too.
         let shared = tokio::select! {
+            biased;
             guard = inner.history.lock_turn(conversation) => guard?,
             () = cancel.cancelled() => return Err(Error::Cancelled),
         };
+        // …so a turn cancelled meanwhile is caught here.
+        if cancel.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
         // A recovery or a resumed turn is the interrupted one itself; a
         // store only this process uses (no shared lock) has its
         // interrupted turns recovered before new ones, and isn't asked.
@@ -246,7 +258,7 @@ fn busy(
 ) -> std::result::Result<Reply, Message> {
     match mode {
         WhileBusy::Steer => {
-            inner.running.steer(conversation, message)?;
+            inner.turns.steer(conversation, message)?;
             Ok(Reply {
                 text: STEERED.to_owned(),
                 steered: true,
@@ -254,7 +266,7 @@ fn busy(
             })
         }
         WhileBusy::Interrupt => {
-            inner.running.stop(conversation);
+            inner.turns.stop(conversation);
             Err(message)
         }
         WhileBusy::Queue => Err(message),

@@ -22,7 +22,7 @@ pub(super) async fn undo(
     cancel: &CancellationToken,
 ) -> Result<Option<String>> {
     let _turn = tokio::select! {
-        guard = inner.locks.lock(conversation) => guard,
+        guard = inner.turns.lock(conversation) => guard,
         () = cancel.cancelled() => return Err(Error::Cancelled),
     };
     let messages = inner.history.load(conversation).await?;
