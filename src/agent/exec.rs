@@ -670,6 +670,9 @@ async fn execute(
     // caught as well as one while it runs.
     let running = AssertUnwindSafe(async { tool.call(arguments, ctx).await }).catch_unwind();
     let outcome = tokio::select! {
+        // The tool first: one that is done at once never has the turn's
+        // token watched.
+        biased;
         outcome = tokio::time::timeout(limit, running) => outcome,
         () = cancel.cancelled() => return interrupted(),
     };
