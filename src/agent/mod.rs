@@ -341,8 +341,15 @@ impl Agent {
             let sink = NoSink {
                 watching: self.watch(conversation, &request),
             };
-            let reply =
-                turn::run(&self.inner, conversation.into(), &request, &sink, &cancel, true).await;
+            let reply = turn::run(
+                &self.inner,
+                conversation.into(),
+                &request,
+                &sink,
+                &cancel,
+                true,
+            )
+            .await;
             ended(sink.watching, reply.as_ref());
             reply
         }

@@ -814,8 +814,15 @@ impl AgentTool {
                     call_id: ctx.call_id().to_owned(),
                     depth,
                 }));
-                let ended =
-                    turn::run(inner, Arc::clone(&conversation), &request, &sink, cancel, false).await;
+                let ended = turn::run(
+                    inner,
+                    Arc::clone(&conversation),
+                    &request,
+                    &sink,
+                    cancel,
+                    false,
+                )
+                .await;
                 if let Ok(reply) = &ended {
                     sink.emit(AgentEvent::Done(reply.clone())).await;
                 }
@@ -823,7 +830,15 @@ impl AgentTool {
             }
             None => {
                 let sink = NoSink::default();
-                turn::run(inner, Arc::clone(&conversation), &request, &sink, cancel, false).await
+                turn::run(
+                    inner,
+                    Arc::clone(&conversation),
+                    &request,
+                    &sink,
+                    cancel,
+                    false,
+                )
+                .await
             }
         };
         if let (Some(caller), Ok(reply)) = (&caller, &ended) {

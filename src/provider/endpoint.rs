@@ -137,9 +137,10 @@ impl Target {
             ))
         };
         let url = match reqwest::Url::parse(url) {
-            Ok(url) if !matches!(url.scheme(), "http" | "https") => {
-                unusable(format!("its scheme `{}` is not http or https", url.scheme()))
-            }
+            Ok(url) if !matches!(url.scheme(), "http" | "https") => unusable(format!(
+                "its scheme `{}` is not http or https",
+                url.scheme()
+            )),
             Ok(url) if !url.has_host() => unusable("it names no host".to_owned()),
             Ok(url) => Ok(url),
             Err(e) => unusable(e.to_string()),
@@ -382,7 +383,10 @@ impl Endpoint {
         if let Some(problem) = &self.problem {
             return Err(ProviderError::Config(problem.clone()));
         }
-        let url = target.url.as_ref().map_err(|e| ProviderError::Config(e.clone()))?;
+        let url = target
+            .url
+            .as_ref()
+            .map_err(|e| ProviderError::Config(e.clone()))?;
         // A chat request's headers are the ones built already.
         let map = match body {
             Some(_) => self.sent.clone(),

@@ -217,7 +217,9 @@ async fn a_key_http_cannot_carry_fails_every_call_with_advice() {
             .await
             .unwrap_err();
         assert!(
-            error.chain().contains("the API key holds characters no HTTP header can carry"),
+            error
+                .chain()
+                .contains("the API key holds characters no HTTP header can carry"),
             "{}",
             error.chain()
         );
@@ -230,9 +232,15 @@ async fn a_key_http_cannot_carry_fails_every_call_with_advice() {
 #[tokio::test]
 async fn a_base_url_that_is_not_an_http_address_is_explained() {
     for (base, reason) in [
-        ("localhost:11434/v1", "its scheme `localhost` is not http or https"),
+        (
+            "localhost:11434/v1",
+            "its scheme `localhost` is not http or https",
+        ),
         ("127.0.0.1:11434/v1", "relative URL without a base"),
-        ("ftp://models.example/v1", "its scheme `ftp` is not http or https"),
+        (
+            "ftp://models.example/v1",
+            "its scheme `ftp` is not http or https",
+        ),
         ("http://[::1/v1", "invalid IPv6 address"),
     ] {
         let provider = OpenAiCompatible::new(base)
@@ -244,7 +252,9 @@ async fn a_base_url_that_is_not_an_http_address_is_explained() {
         let chain = error.chain();
         assert!(chain.contains(reason), "{base}: {chain}");
         assert!(
-            chain.contains("the base URL must be an http(s) address such as `http://localhost:11434/v1`"),
+            chain.contains(
+                "the base URL must be an http(s) address such as `http://localhost:11434/v1`"
+            ),
             "{base}: {chain}"
         );
     }
