@@ -89,7 +89,8 @@ struct Running {
 pub(crate) struct TurnGuard<'a> {
     owner: &'a Turns,
     conversation: Arc<str>,
-    slot: Arc<Slot>,
+    /// `None` only in `drop`, which lets go of it under the map's lock.
+    slot: Option<Arc<Slot>>,
     /// Whether the permit is held: false while the turn waits for it.
     held: bool,
 }
@@ -112,15 +113,19 @@ impl Turns {
         let mut guard = TurnGuard {
             owner: self,
             conversation: Arc::clone(conversation),
-            slot,
+            slot: Some(slot),
             held: false,
         };
         // The permit is given back by the guard's drop, which holds the
-        // slot the permit belongs to. The gate is never closed.
-        if let Ok(permit) = guard.slot.gate.acquire().await {
-            permit.forget();
-            guard.held = true;
-        }
+        // slot the permit belongs to.
+        guard
+            .slot()
+            .gate
+            .acquire()
+            .await
+            .expect("a conversation's gate is never closed")
+            .forget();
+        guard.held = true;
         guard
     }
 
@@ -178,39 +183,48 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl TurnGuard<'_> {
-    /// Registers the turn holding this lock as the running one. Its token
-    /// is a child of `caller`: stopping the turn leaves the caller's token
-    /// alone, and the caller cancelling stops the turn. A caller whose
-    /// token is the turn's alone (`owned`) has it used as it is.
-    pub(crate) fn start(&self, caller: &CancellationToken, owned: bool) -> RunningTurn<'_> {
+    fn slot(&self) -> &Slot {
+        self.slot
+            .as_ref()
+            .expect("a guard holds its slot until dropped")
+    }
+
+    /// Registers the turn holding this lock as the running one (once: it
+    /// takes the guard). Its token is a child of `caller`: stopping the
+    /// turn leaves the caller's token alone, and the caller cancelling
+    /// stops the turn. A caller whose token is the turn's alone (`owned`)
+    /// has it used as it is.
+    pub(crate) fn start(&mut self, caller: &CancellationToken, owned: bool) -> RunningTurn<'_> {
         let cancel = if owned {
             caller.clone()
         } else {
             caller.child_token()
         };
-        *lock(&self.slot.running) = Some(Running {
+        let slot = self.slot();
+        *lock(&slot.running) = Some(Running {
             cancel: cancel.clone(),
             inbox: Vec::new(),
         });
-        RunningTurn {
-            slot: &self.slot,
-            cancel,
-        }
+        RunningTurn { slot, cancel }
     }
 }
 
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {
+        let Some(slot) = self.slot.take() else {
+            return;
+        };
         if self.held {
-            self.slot.gate.add_permits(1);
+            slot.gate.add_permits(1);
         }
         let mut slots = self.owner.slots();
         // Only the map and this guard hold it: nobody waits, so the entry
-        // can go. Waiters clone the Arc under this same map lock, so this
-        // check can't race.
-        if Arc::strong_count(&self.slot) == 2 {
+        // can go. Waiters clone the Arc, and guards let go of theirs, under
+        // this same map lock, so this check can't race.
+        if Arc::strong_count(&slot) == 2 {
             slots.remove(&self.conversation);
         }
+        drop(slot);
     }
 }
 
@@ -290,7 +304,7 @@ mod tests {
         let alice: Arc<str> = "alice".into();
         assert!(!turns.stop("alice"));
         {
-            let guard = turns.lock(&alice).await;
+            let mut guard = turns.lock(&alice).await;
             let turn = guard.start(&CancellationToken::new(), false);
             assert_eq!(turns.len(), 1);
             assert!(!turn.cancellation().is_cancelled());
@@ -317,6 +331,14 @@ mod tests {
         assert_eq!(turns.len(), 0);
     }
 
+    /// The next turn may wait for ever if a permit is lost: each lock
+    /// here must come at once.
+    async fn at_once<'a>(turns: &'a Turns, conversation: &Arc<str>) -> TurnGuard<'a> {
+        tokio::time::timeout(std::time::Duration::from_secs(5), turns.lock(conversation))
+            .await
+            .expect("the conversation's lock was free")
+    }
+
     #[tokio::test]
     async fn a_turn_dropped_while_it_waits_leaves_no_entry() {
         let turns = Turns::default();
@@ -330,15 +352,33 @@ mod tests {
         drop(first);
         assert_eq!(turns.len(), 0);
         // The permit came back: the next turn runs at once.
-        let _again = turns.lock(&alice).await;
+        let _again = at_once(&turns, &alice).await;
         assert_eq!(turns.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_dropped_once_handed_the_lock_gives_it_back() {
+        let turns = Turns::default();
+        let alice: Arc<str> = "alice".into();
+        let first = turns.lock(&alice).await;
+        {
+            let mut waiting = std::pin::pin!(turns.lock(&alice));
+            assert!(futures_util::poll!(waiting.as_mut()).is_pending());
+            // The permit goes to the waiter, which is dropped before it
+            // is polled again.
+            drop(first);
+        }
+        assert_eq!(turns.len(), 0);
+        let again = at_once(&turns, &alice).await;
+        drop(again);
+        let _third = at_once(&turns, &alice).await;
     }
 
     #[tokio::test]
     async fn stopping_cancels_the_turn_not_the_caller() {
         let turns = Turns::default();
         let caller = CancellationToken::new();
-        let alice = turns.lock(&"alice".into()).await;
+        let mut alice = turns.lock(&"alice".into()).await;
         let turn = alice.start(&caller, false);
         assert!(!turns.stop("bob"));
         assert!(turns.stop("alice"));
@@ -346,13 +386,13 @@ mod tests {
         assert!(!caller.is_cancelled());
         // And the caller cancelling stops the turn.
         let caller = CancellationToken::new();
-        let bob = turns.lock(&"bob".into()).await;
+        let mut bob = turns.lock(&"bob".into()).await;
         let turn = bob.start(&caller, false);
         caller.cancel();
         assert!(turn.cancellation().is_cancelled());
         // A token that is the turn's alone is used as it is.
         let own = CancellationToken::new();
-        let carol = turns.lock(&"carol".into()).await;
+        let mut carol = turns.lock(&"carol".into()).await;
         let turn = carol.start(&own, true);
         assert!(turns.stop("carol"));
         assert!(own.is_cancelled() && turn.cancellation().is_cancelled());
@@ -362,7 +402,7 @@ mod tests {
     async fn steering_messages_are_joined_into_one() {
         let turns = Turns::default();
         assert!(turns.steer("alice", Message::user("lost?")).is_err());
-        let guard = turns.lock(&"alice".into()).await;
+        let mut guard = turns.lock(&"alice".into()).await;
         // Locked but not started (a turn waiting for its store's lock):
         // nothing to steer yet.
         assert!(turns.steer("alice", Message::user("early")).is_err());
@@ -379,7 +419,7 @@ mod tests {
     #[tokio::test]
     async fn an_inbox_closed_empty_gives_messages_back() {
         let turns = Turns::default();
-        let guard = turns.lock(&"alice".into()).await;
+        let mut guard = turns.lock(&"alice".into()).await;
         let turn = guard.start(&CancellationToken::new(), false);
         turns.steer("alice", Message::user("read")).unwrap();
         assert_eq!(turn.take_or_close().unwrap().text(), "read");
@@ -401,7 +441,7 @@ mod tests {
     #[tokio::test]
     async fn what_a_turn_did_not_read_is_returned_on_close() {
         let turns = Turns::default();
-        let guard = turns.lock(&"alice".into()).await;
+        let mut guard = turns.lock(&"alice".into()).await;
         let turn = guard.start(&CancellationToken::new(), false);
         turns.steer("alice", Message::user("unread")).unwrap();
         let left = turn.close();

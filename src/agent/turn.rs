@@ -79,7 +79,7 @@ pub(super) async fn run(
     };
     let new = matches!(start, Start::Message(_));
     let journaled = request.journal.as_deref();
-    let (held, _shared) = lock_turn(inner, &conversation, new, journaled, cancel).await?;
+    let (mut held, _shared) = lock_turn(inner, &conversation, new, journaled, cancel).await?;
     let tail = inner.prompt_tail.as_ref().and_then(|tail| {
         let turn = super::TurnInfo {
             conversation: &conversation,

@@ -123,6 +123,10 @@ fn is_credential(name: &HeaderName) -> bool {
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     url: Result<reqwest::Url, String>,
+    /// `Authorization: Basic …` from the URL's `user:password@`, which is
+    /// taken out of the URL (as reqwest's request builder does): a server
+    /// behind a proxy with basic authentication. A key's header wins.
+    basic: Option<HeaderValue>,
     shown: Arc<str>,
 }
 
@@ -136,22 +140,50 @@ impl Target {
                 "requests can't go to `{shown}`: {why}; the base URL must be an http(s) address such as `http://localhost:11434/v1`"
             ))
         };
+        let mut basic = None;
         let url = match reqwest::Url::parse(url) {
             Ok(url) if !matches!(url.scheme(), "http" | "https") => unusable(format!(
                 "its scheme `{}` is not http or https",
                 url.scheme()
             )),
             Ok(url) if !url.has_host() => unusable("it names no host".to_owned()),
-            Ok(url) => Ok(url),
+            Ok(mut url) => {
+                basic = basic_auth(&mut url);
+                Ok(url)
+            }
             Err(e) => unusable(e.to_string()),
         };
-        Self { url, shown }
+        Self { url, basic, shown }
     }
 
     /// The URL as messages and logs show it.
     pub(crate) fn shown(&self) -> &Arc<str> {
         &self.shown
     }
+}
+
+/// The `Authorization: Basic` header of `url`'s user and password, which
+/// are taken out of it; `None` when it has neither.
+fn basic_auth(url: &mut reqwest::Url) -> Option<HeaderValue> {
+    use base64::Engine as _;
+    let decoded = |text: &str| {
+        percent_encoding::percent_decode_str(text)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let user = decoded(url.username());
+    let password = url.password().map(decoded);
+    if user.is_empty() && password.is_none() {
+        return None;
+    }
+    // Both setters succeed on an http(s) URL with a host.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    let pair = format!("{user}:{}", password.unwrap_or_default());
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// Distinguishes the exchanges an observer sees.
@@ -395,6 +427,14 @@ impl Endpoint {
         .map_err(ProviderError::Config)?;
         let shown_url = &*target.shown;
         let listed_headers = (self.observer.is_some() || self.has_replay()).then(|| listed(&map));
+        // The URL's own credentials, unless the key took the header (not
+        // shown to observers, as they never were).
+        let mut map = map;
+        if let Some(basic) = &target.basic
+            && !map.contains_key(reqwest::header::AUTHORIZATION)
+        {
+            map.insert(reqwest::header::AUTHORIZATION, basic.clone());
+        }
         let wire = WireRequest {
             method: method.as_str(),
             url: shown_url,

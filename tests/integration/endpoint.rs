@@ -249,6 +249,10 @@ async fn a_base_url_that_is_not_an_http_address_is_explained() {
         let error = assemble(&provider, &[Message::user("hi")])
             .await
             .unwrap_err();
+        assert!(
+            matches!(error, ferrobot::provider::ProviderError::Config(_)),
+            "{base}: {error:?}"
+        );
         let chain = error.chain();
         assert!(chain.contains(reason), "{base}: {chain}");
         assert!(
@@ -258,6 +262,42 @@ async fn a_base_url_that_is_not_an_http_address_is_explained() {
             "{base}: {chain}"
         );
     }
+}
+
+/// A base URL's `user:password@` is sent as `Authorization: Basic` (a
+/// server behind a proxy with basic authentication), decoded, and never
+/// shown; an API key's header takes its place.
+#[tokio::test]
+async fn a_base_url_s_credentials_are_sent_as_basic_authentication() {
+    let server = MockServer::start().await;
+    // "bot:p@ss word", base64.
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Basic Ym90OnBAc3Mgd29yZA=="))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(text_sse("in"), "text/event-stream"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-key"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(text_sse("keyed"), "text/event-stream"),
+        )
+        .mount(&server)
+        .await;
+    let base = server.uri().replace("http://", "http://bot:p%40ss%20word@") + "/v1";
+    let log = Arc::new(Log::default());
+    let provider = OpenAiCompatible::new(&base).model("m").observe(log.clone());
+    let reply = assemble(&provider, &[Message::user("hi")]).await.unwrap();
+    assert_eq!(reply.message.text(), "in");
+    let shown = log.lines().join("\n");
+    assert!(
+        !shown.contains("p%40ss") && !shown.contains("Ym90"),
+        "{shown}"
+    );
+    let keyed = OpenAiCompatible::new(&base).model("m").api_key("sk-key");
+    let reply = assemble(&keyed, &[Message::user("hi")]).await.unwrap();
+    assert_eq!(reply.message.text(), "keyed");
 }
 
 #[tokio::test]
