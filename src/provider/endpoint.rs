@@ -198,7 +198,7 @@ impl Endpoint {
         key_header: KeyHeader,
         headers: &'static [(&'static str, &'static str)],
     ) -> Self {
-        Self {
+        let mut endpoint = Self {
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             model: String::new(),
             key: None,
@@ -216,8 +216,9 @@ impl Endpoint {
             observer: None,
             #[cfg(feature = "cassette")]
             replay: None,
-        }
-        .with_headers_built()
+        };
+        endpoint.build_headers();
+        endpoint
     }
 
     /// The base URL, as given (with any credentials in it).
@@ -268,7 +269,7 @@ impl Endpoint {
     pub(crate) fn set_key(&mut self, key: &str) {
         let key = key.trim();
         self.key = (!key.is_empty()).then(|| key.to_owned());
-        self.sent = self.headers(true);
+        self.build_headers();
     }
 
     pub(crate) fn add_header(&mut self, name: &str, value: &str) {
@@ -280,7 +281,7 @@ impl Endpoint {
                 value.set_sensitive(is_credential(&name));
                 self.headers.retain(|(n, _)| *n != name);
                 self.headers.push((name, value));
-                self.sent = self.headers(true);
+                self.build_headers();
             }
             (Err(_), _) => {
                 self.problem = Some(format!("`{text}` is not a valid HTTP header name"));
@@ -356,9 +357,10 @@ impl Endpoint {
         Ok(())
     }
 
-    fn with_headers_built(mut self) -> Self {
+    /// Builds the headers every JSON request sends, after what goes into
+    /// them changed.
+    fn build_headers(&mut self) {
         self.sent = self.headers(true);
-        self
     }
 
     /// The headers of every request: `Content-Type` for a `json` body, the
@@ -420,7 +422,7 @@ impl Endpoint {
             .as_ref()
             .map_err(|e| ProviderError::Config(e.clone()))?;
         // A chat request's headers are the ones built already.
-        let map = match body {
+        let mut map = match body {
             Some(_) => self.sent.clone(),
             None => self.headers(false),
         }
@@ -429,7 +431,6 @@ impl Endpoint {
         let listed_headers = (self.observer.is_some() || self.has_replay()).then(|| listed(&map));
         // The URL's own credentials, unless the key took the header (not
         // shown to observers, as they never were).
-        let mut map = map;
         if let Some(basic) = &target.basic
             && !map.contains_key(reqwest::header::AUTHORIZATION)
         {
