@@ -144,24 +144,10 @@ impl<S, D: Decode> Frames<S, D> {
         }
     }
 
-    /// Decodes the next complete frame in the buffer, once a line has ended.
-    fn parse(&mut self) -> Result<(), ProviderError> {
-        let from = self.unended.max(self.scan).min(self.buf.len());
-        let new = &self.buf[from..];
-        let ended = match self.framing {
-            Framing::Sse => memchr::memchr2(b'\n', b'\r', new).is_some(),
-            Framing::Lines => memchr::memchr(b'\n', new).is_some(),
-            Framing::Whole => false,
-        };
-        if ended {
-            return self.parse_framed();
-        }
-        self.mark_unended();
-        Ok(())
-    }
-
     /// Decodes complete frames until one gives events (`more` then says
-    /// others may wait), or none is left.
+    /// others may wait), or none is left. Line ends are looked for from
+    /// `unended` on, so a long line arriving in many pieces is searched
+    /// once, not once a piece.
     fn parse_framed(&mut self) -> Result<(), ProviderError> {
         match self.framing {
             Framing::Sse => self.parse_sse(),
@@ -210,9 +196,13 @@ impl<S, D: Decode> Frames<S, D> {
     }
 
     fn parse_lines(&mut self) -> Result<(), ProviderError> {
-        while let Some(end) = memchr::memchr(b'\n', &self.buf[self.scan..]) {
+        loop {
             let start = self.scan;
-            let end = start + end;
+            let from = self.unended.max(start);
+            let Some(end) = memchr::memchr(b'\n', &self.buf[from..]) else {
+                break;
+            };
+            let end = from + end;
             self.scan = end + 1;
             let line = String::from_utf8_lossy(&self.buf[start..end]);
             let line = line.trim();
@@ -233,7 +223,10 @@ impl<S, D: Decode> Frames<S, D> {
 
     /// Parses the complete SSE lines in the buffer, decoding each finished event.
     fn parse_sse(&mut self) -> Result<(), ProviderError> {
-        while let Some((line, end)) = sse_line(&self.buf[self.scan..]) {
+        while let Some((line, end)) = sse_line(
+            &self.buf[self.scan..],
+            self.unended.saturating_sub(self.scan),
+        ) {
             // Offsets into the event, not slices: the buffer moves when it grows.
             let at = self.scan - self.event_start;
             let next = self.scan + end;
@@ -260,7 +253,12 @@ impl<S, D: Decode> Frames<S, D> {
             self.scan = next;
         }
         // Keep only the unfinished event, so the buffer stays small.
-        if self.event_start > 0 {
+        if self.event_start == self.buf.len() {
+            // Usually a read ends with an event.
+            self.buf.clear();
+            self.scan = 0;
+            self.event_start = 0;
+        } else if self.event_start > 0 {
             self.buf.drain(..self.event_start);
             self.scan -= self.event_start;
             self.event_start = 0;
@@ -322,7 +320,8 @@ enum SseLine<'a> {
 }
 
 /// The first complete line of `bytes`, and where the next one starts;
-/// `None` while the line has not ended. A line ends at `\n`, `\r\n` or `\r`,
+/// `None` while the line has not ended. Its first `unended` bytes are known
+/// to hold no line end. A line ends at `\n`, `\r\n` or `\r`,
 /// so a `\r` at the end waits: it may yet be the start of `\r\n`.
 ///
 /// Written here, not taken from an SSE crate, for what it leaves out: the
@@ -332,8 +331,8 @@ enum SseLine<'a> {
 /// cache beside the HTTP client's (`../shared/perf`, callgrind's cache
 /// simulation: an SSE crate's second search routine was a tenth of what
 /// ferrobot added there).
-fn sse_line(bytes: &[u8]) -> Option<(SseLine<'_>, usize)> {
-    let end = memchr::memchr2(b'\n', b'\r', bytes)?;
+fn sse_line(bytes: &[u8], unended: usize) -> Option<(SseLine<'_>, usize)> {
+    let end = unended + memchr::memchr2(b'\n', b'\r', &bytes[unended..])?;
     let next = match (bytes[end], bytes.get(end + 1)) {
         (b'\r', None) => return None,
         (b'\r', Some(b'\n')) => end + 2,
@@ -398,7 +397,7 @@ where
                             this.idle.read();
                         }
                         this.buf.extend_from_slice(&bytes);
-                        this.parse()
+                        this.parse_framed()
                     }
                     Poll::Ready(Some(Err(e))) => {
                         Err(this.failed(transport_error(&this.endpoint, this.idle.limit(), e)))
@@ -478,7 +477,7 @@ mod tests {
     #[test]
     fn sse_lines_are_read_as_the_event_stream_grammar_says() {
         let field = |bytes: &'static [u8]| {
-            let (line, next) = sse_line(bytes).unwrap();
+            let (line, next) = sse_line(bytes, 0).unwrap();
             match line {
                 SseLine::Field(name, value) => (name, &bytes[value], next),
                 other => panic!("{other:?}"),
@@ -491,12 +490,12 @@ mod tests {
         // Without a colon, the line is a name with an empty value.
         assert_eq!(field(b"data\n"), (&b"data"[..], &b""[..], 5));
         assert_eq!(field(b"data: a:b\n"), (&b"data"[..], &b"a:b"[..], 10));
-        assert_eq!(sse_line(b": keep-alive\n"), Some((SseLine::Comment, 13)));
-        assert_eq!(sse_line(b"\r\n"), Some((SseLine::Blank, 2)));
-        assert_eq!(sse_line(b"\n"), Some((SseLine::Blank, 1)));
+        assert_eq!(sse_line(b": keep-alive\n", 0), Some((SseLine::Comment, 13)));
+        assert_eq!(sse_line(b"\r\n", 0), Some((SseLine::Blank, 2)));
+        assert_eq!(sse_line(b"\n", 0), Some((SseLine::Blank, 1)));
         // Unended, or a `\r` that may yet be `\r\n`: wait for more.
-        assert_eq!(sse_line(b"data: x"), None);
-        assert_eq!(sse_line(b"data: x\r"), None);
+        assert_eq!(sse_line(b"data: x", 0), None);
+        assert_eq!(sse_line(b"data: x\r", 0), None);
     }
 
     #[tokio::test]

@@ -2,7 +2,9 @@
 
 use std::borrow::Cow;
 
-use super::wire::{Chunk, Delta, WireCall, WireFunction, WireUsage, XGroq, stream_error_message};
+use super::wire::{
+    Chunk, Delta, TextChunk, WireCall, WireFunction, WireUsage, XGroq, stream_error_message,
+};
 use crate::provider::{FinishReason, ProviderError, StreamEvent, ThinkSplitter, ToolCallDelta};
 
 pub(super) use crate::provider::frames::Events;
@@ -31,6 +33,9 @@ impl crate::provider::frames::Decode for Decoder {
 #[derive(Debug, Default)]
 pub struct Decoder {
     think: Option<ThinkSplitter>,
+    /// Whether the answer streams: its chunks are tried as [`TextChunk`]s
+    /// first; a whole response is read as a [`Chunk`] at once.
+    streamed: bool,
     /// Per call position: the server's `index` (if it sent one) and id.
     slots: Vec<Slot>,
     finish: Option<FinishReason>,
@@ -46,9 +51,10 @@ struct Slot {
 }
 
 impl Decoder {
-    pub(super) fn new(split_think_tags: bool) -> Self {
+    pub(super) fn new(split_think_tags: bool, streamed: bool) -> Self {
         Self {
             think: split_think_tags.then(ThinkSplitter::new),
+            streamed,
             ..Self::default()
         }
     }
@@ -65,10 +71,34 @@ impl Decoder {
         if data.is_empty() {
             return Ok(());
         }
+        self.saw_data = true;
+        if self.streamed
+            && let Ok(chunk) = serde_json::from_str::<TextChunk>(data)
+        {
+            self.text_chunk(chunk, out);
+            return Ok(());
+        }
+        self.whole_chunk(data, out)
+    }
+
+    /// A chunk with a piece of text at most: most of them.
+    fn text_chunk(&mut self, chunk: TextChunk, out: &mut Events) {
+        if let Some(choice) = chunk.choice {
+            if let Some(content) = choice.delta.and_then(|delta| delta.content) {
+                self.text(Cow::Owned(content), out);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason(&reason);
+            }
+        }
+    }
+
+    /// A chunk [`TextChunk`] refused, read whole (or found not to be JSON).
+    #[inline(never)]
+    fn whole_chunk(&mut self, data: &str, out: &mut Events) -> Result<(), ProviderError> {
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
             message: format!("{e} in chunk {}", preview(data)),
         })?;
-        self.saw_data = true;
         self.chunk(chunk, out)
     }
 
@@ -100,6 +130,19 @@ impl Decoder {
             usage(chunk.usage, chunk.x_groq, out);
         }
         Ok(())
+    }
+
+    /// A delta's text, through the `<think>` splitter if there is one.
+    fn text(&mut self, content: Cow<'_, str>, out: &mut Events) {
+        if content.is_empty() {
+            return;
+        }
+        match &mut self.think {
+            Some(splitter) if !splitter.passes_through(&content) => {
+                splitter.push(&content, |r, piece| out.push_back(text_event(r, piece)));
+            }
+            _ => out.push_back(StreamEvent::TextDelta(content.into_owned())),
+        }
     }
 
     #[cold]
@@ -134,13 +177,8 @@ impl Decoder {
         if let Some(reasoning) = reasoning_content.or(reasoning) {
             reasoning_delta(reasoning, out);
         }
-        if let Some(content) = content.filter(|c| !c.is_empty()) {
-            match &mut self.think {
-                Some(splitter) if !splitter.passes_through(&content) => {
-                    splitter.push(&content, |r, piece| out.push_back(text_event(r, piece)));
-                }
-                _ => out.push_back(StreamEvent::TextDelta(content.into_owned())),
-            }
+        if let Some(content) = content {
+            self.text(content, out);
         }
         if refusal.is_some() || tool_calls.is_some() || function_call.is_some() {
             self.after_text(refusal, tool_calls, function_call, out);
@@ -285,7 +323,7 @@ mod tests {
     use serde_json::json;
 
     fn decode(lines: &[&str]) -> Result<crate::provider::Assembled, ProviderError> {
-        let mut decoder = Decoder::new(true);
+        let mut decoder = Decoder::new(true, true);
         let mut events = Events::new();
         for line in lines {
             decoder.data(line, &mut events)?;
@@ -294,6 +332,67 @@ mod tests {
         let mut a = Assembler::new();
         events.iter().for_each(|e| a.push(e));
         Ok(a.finish())
+    }
+
+    /// The events of `chunks` decoded as a stream (each tried as a
+    /// `TextChunk` first) and as whole chunks.
+    fn both_ways(chunks: &[&str]) -> (Vec<StreamEvent>, Vec<StreamEvent>) {
+        let run = |streamed: bool| {
+            let mut decoder = Decoder::new(true, streamed);
+            let mut events = Events::new();
+            for chunk in chunks {
+                if let Err(e) = decoder.data(chunk, &mut events) {
+                    events.push_back(StreamEvent::TextDelta(format!("error: {e}")));
+                }
+            }
+            Vec::from(events)
+        };
+        (run(true), run(false))
+    }
+
+    #[test]
+    fn text_chunks_read_narrowly_give_what_whole_chunks_give() {
+        let shapes = [
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}],"usage":null,"obfuscation":"xyz"}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a \"quoted\" \u00e9 word"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":"no index"}}]}"#,
+            // `n > 1`: the second choice is not the reply.
+            r#"{"choices":[{"index":1,"delta":{"content":"other"}},{"index":0,"delta":{"content":"mine"}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"content":"other only"}}]}"#,
+            r#"{"choices":null}"#,
+            r#"{"choices":[]}"#,
+            // What only the whole chunk reads.
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":"x"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":null,"content":"y"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning":"think"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"refusal":"no"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"function_call":{"name":"g","arguments":"{}"}}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"x_groq":{"usage":{"prompt_tokens":1,"completion_tokens":2}}}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"<think>why</think>because"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"z"},"finish_reason":"length"}]}"#,
+            r#"{"error":{"message":"overloaded"}}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":5}}]}"#,
+            "not json",
+        ];
+        for shape in shapes {
+            let (fast, whole) = both_ways(&[shape]);
+            assert_eq!(format!("{fast:?}"), format!("{whole:?}"), "{shape}");
+        }
+        // And one after another to the end: the finish reason and the usage.
+        let ended = |streamed| {
+            let mut decoder = Decoder::new(true, streamed);
+            let mut events = Events::new();
+            for shape in &shapes[..19] {
+                decoder.data(shape, &mut events).unwrap();
+            }
+            decoder.end(&mut events).unwrap();
+            format!("{:?}", Vec::from(events))
+        };
+        assert_eq!(ended(true), ended(false));
     }
 
     #[test]

@@ -205,7 +205,7 @@ impl Dialect for ChatCompletions {
     }
 
     fn decoder(&self) -> Decoder {
-        Decoder::new(self.split_think_tags)
+        Decoder::new(self.split_think_tags, self.streaming)
     }
 
     fn health<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Health> {

@@ -370,17 +370,21 @@ pub(super) struct Chunk<'a> {
     pub(super) error: Option<Box<Value>>,
 }
 
-fn first_choice<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Choice<'a>>, D::Error> {
-    struct First<'a>(std::marker::PhantomData<Choice<'a>>);
-    impl<'de: 'a, 'a> Visitor<'de> for First<'a> {
-        type Value = Option<Choice<'a>>;
+fn first_choice<'de, D, C>(d: D) -> Result<Option<C>, D::Error>
+where
+    D: Deserializer<'de>,
+    C: Deserialize<'de> + Indexed,
+{
+    struct First<C>(std::marker::PhantomData<C>);
+    impl<'de, C: Deserialize<'de> + Indexed> Visitor<'de> for First<C> {
+        type Value = Option<C>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a list of choices")
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let mut first = None;
-            while let Some(choice) = seq.next_element::<Choice<'a>>()? {
-                if choice.index == 0 && first.is_none() {
+            while let Some(choice) = seq.next_element::<C>()? {
+                if choice.index() == 0 && first.is_none() {
                     first = Some(choice);
                 }
             }
@@ -396,6 +400,87 @@ fn first_choice<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Choice
     // `null` or a list: asked for as such, not with `deserialize_any`, whose
     // code for every JSON type ran for every chunk.
     d.deserialize_option(First(std::marker::PhantomData))
+}
+
+/// The chunk almost every streamed token comes in: a piece of text of the
+/// first choice, maybe a finish reason, nothing else a [`Chunk`] reads.
+/// Chunks are read as this first, and as a [`Chunk`] only when this type
+/// refuses them (tool calls, reasoning, refusals, usage, errors: a field
+/// it doesn't know in the delta, or one of the chunk's own it leaves to
+/// [`Chunk`] that isn't `null`). Its smaller visitors are what one token
+/// runs: the whole `Chunk`'s, with the HTTP client's, no longer fit the
+/// processor's instruction cache, and every token fetched them again
+/// (`../shared/perf`: callgrind's cache simulation, and CPU time).
+#[derive(Deserialize)]
+pub(super) struct TextChunk {
+    #[serde(default, rename = "choices", deserialize_with = "first_choice")]
+    pub(super) choice: Option<TextChoice>,
+    #[serde(default, rename = "usage")]
+    _usage: Null,
+    #[serde(default, rename = "x_groq")]
+    _x_groq: Null,
+    #[serde(default, rename = "error")]
+    _error: Null,
+}
+
+#[derive(Deserialize)]
+pub(super) struct TextChoice {
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    pub(super) delta: Option<TextDelta>,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TextDelta {
+    #[serde(default)]
+    pub(super) content: Option<String>,
+    #[serde(default, rename = "role")]
+    _role: de::IgnoredAny,
+}
+
+/// A field [`TextChunk`] leaves to [`Chunk`]: absent or `null`, else the
+/// chunk is not a text chunk.
+#[derive(Default)]
+struct Null;
+
+impl<'de> Deserialize<'de> for Null {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Null;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("null")
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Null, E> {
+                Ok(Null)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Null, E> {
+                Ok(Null)
+            }
+        }
+        d.deserialize_option(V)
+    }
+}
+
+/// A choice with an `index`, the first of which a chunk's `choices` yield.
+trait Indexed {
+    fn index(&self) -> u32;
+}
+
+impl Indexed for TextChoice {
+    fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+impl Indexed for Choice<'_> {
+    fn index(&self) -> u32 {
+        self.index
+    }
 }
 
 #[derive(Deserialize)]
