@@ -325,8 +325,8 @@ enum SseLine<'a> {
 /// so a `\r` at the end waits: it may yet be the start of `\r\n`.
 ///
 /// Written here, not taken from an SSE crate, for what it leaves out: the
-/// end is found by the same search routine [`Frames`] runs over new bytes,
-/// and the colon by a few steps along the field's name, so the code every streamed
+/// end is found by one search from where the unended bytes start, and the
+/// colon by a few steps along the field's name, so the code every streamed
 /// token runs stays small enough to stay in the processor's instruction
 /// cache beside the HTTP client's (`../shared/perf`, callgrind's cache
 /// simulation: an SSE crate's second search routine was a tenth of what

@@ -71,10 +71,11 @@ impl Decoder {
         if data.is_empty() {
             return Ok(());
         }
-        self.saw_data = true;
+        // A streamed chunk is tried as the narrow shape first.
         if self.streamed
             && let Ok(chunk) = serde_json::from_str::<TextChunk>(data)
         {
+            self.saw_data = true;
             self.text_chunk(chunk, out);
             return Ok(());
         }
@@ -83,8 +84,8 @@ impl Decoder {
 
     /// A chunk with a piece of text at most: most of them.
     fn text_chunk(&mut self, chunk: TextChunk, out: &mut Events) {
-        if let Some(choice) = chunk.choice {
-            if let Some(content) = choice.delta.and_then(|delta| delta.content) {
+        if let Some(mut choice) = chunk.choice {
+            if let Some(content) = choice.text() {
                 self.text(Cow::Owned(content), out);
             }
             if let Some(reason) = choice.finish_reason {
@@ -93,22 +94,20 @@ impl Decoder {
         }
     }
 
-    /// A chunk [`TextChunk`] refused, read whole (or found not to be JSON).
+    /// A whole response, or a streamed chunk [`TextChunk`] refused: read
+    /// as a [`Chunk`] (or found not to be one).
     #[inline(never)]
     fn whole_chunk(&mut self, data: &str, out: &mut Events) -> Result<(), ProviderError> {
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| ProviderError::Decode {
             message: format!("{e} in chunk {}", preview(data)),
         })?;
+        self.saw_data = true;
         self.chunk(chunk, out)
     }
 
-    /// Decodes one parsed chunk or whole response.
-    ///
-    /// Most chunks carry a piece of text and nothing else, one per token:
-    /// what they need is kept together here, and what the others need is
-    /// in functions of their own, out of the way. (The instructions one token
-    /// runs have to fit the processor's instruction cache with the HTTP
-    /// client's; past it, every token re-fetches them all.)
+    /// Decodes one parsed chunk or whole response: streamed text chunks
+    /// come by [`text_chunk`](Self::text_chunk); what the rare parts need is
+    /// in functions of their own, out of the way.
     pub(super) fn chunk(
         &mut self,
         chunk: Chunk<'_>,
@@ -118,8 +117,8 @@ impl Decoder {
             self.error(error)?;
         }
         // With `n > 1` the first choice is the reply; the others are ignored.
-        if let Some(choice) = chunk.choice {
-            if let Some(delta) = choice.delta {
+        if let Some(mut choice) = chunk.choice {
+            if let Some(delta) = choice.delta() {
                 self.delta(*delta, out);
             }
             if let Some(reason) = choice.finish_reason {
@@ -377,11 +376,32 @@ mod tests {
             r#"{"error":{"message":"overloaded"}}"#,
             r#"{"choices":[{"index":0,"delta":{"content":5}}]}"#,
             "not json",
+            // A message in place of the delta, or beside it (Perplexity).
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":" there"},"message":{"role":"assistant","content":"hi there"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"!"},"message":{"content":"hi there!"}}],"usage":{"prompt_tokens":1,"completion_tokens":3}}"#,
+            // The delta's other fields, null, or ones no version reads.
+            r#"{"choices":[{"index":0,"delta":{"content":"n","reasoning_content":null,"reasoning":null,"refusal":null,"tool_calls":null,"function_call":null}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a","audio":{"id":"x"}}}]}"#,
         ];
         for shape in shapes {
             let (fast, whole) = both_ways(&[shape]);
             assert_eq!(format!("{fast:?}"), format!("{whole:?}"), "{shape}");
         }
+        // Whichever way, a message stands in for a missing delta, and a
+        // delta wins over a message beside it.
+        let texts = |shape: &str| {
+            let (fast, _) = both_ways(&[shape]);
+            fast.iter()
+                .filter_map(|e| match e {
+                    StreamEvent::TextDelta(text) => Some(text.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(texts(shapes[22]), ["hi"]);
+        assert_eq!(texts(shapes[23]), [" there"]);
+        assert_eq!(texts(shapes[24]), ["!"]);
         // And one after another to the end: the finish reason and the usage.
         let ended = |streamed| {
             let mut decoder = Decoder::new(true, streamed);

@@ -403,11 +403,12 @@ where
 }
 
 /// The chunk almost every streamed token comes in: a piece of text of the
-/// first choice, maybe a finish reason, nothing else a [`Chunk`] reads.
-/// Chunks are read as this first, and as a [`Chunk`] only when this type
-/// refuses them (tool calls, reasoning, refusals, usage, errors: a field
-/// it doesn't know in the delta, or one of the chunk's own it leaves to
-/// [`Chunk`] that isn't `null`). Its smaller visitors are what one token
+/// first choice's delta, maybe a finish reason, nothing else a [`Chunk`]
+/// reads. Streamed chunks
+/// are read as this first, and as a [`Chunk`] only when this type refuses
+/// them (tool calls, reasoning, refusals, usage, errors, a message: a field
+/// of the delta's other than the text, or of the choice's or the chunk's,
+/// that isn't `null`). Its smaller visitors are what one token
 /// runs: the whole `Chunk`'s, with the HTTP client's, no longer fit the
 /// processor's instruction cache, and every token fetched them again
 /// (`../shared/perf`: callgrind's cache simulation, and CPU time).
@@ -428,16 +429,23 @@ pub(super) struct TextChoice {
     #[serde(default)]
     index: u32,
     #[serde(default)]
-    pub(super) delta: Option<TextDelta>,
+    delta: Option<TextDelta>,
+    /// In place of the delta or beside it: the whole [`Chunk`] reads it.
+    #[serde(default, rename = "message")]
+    _message: Null,
     #[serde(default)]
     pub(super) finish_reason: Option<String>,
 }
 
+/// A delta with text at most: any other field refuses the chunk, even a
+/// `null` one (servers that send `"reasoning_content": null` with each
+/// token have their chunks read whole: matching those names here made
+/// every token run a quarter of a kilobyte more code).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TextDelta {
     #[serde(default)]
-    pub(super) content: Option<String>,
+    content: Option<String>,
     #[serde(default, rename = "role")]
     _role: de::IgnoredAny,
 }
@@ -483,6 +491,20 @@ impl Indexed for Choice<'_> {
     }
 }
 
+impl<'a> Choice<'a> {
+    /// The delta, else the message.
+    pub(super) fn delta(&mut self) -> Option<Box<Delta<'a>>> {
+        self.delta.take().or_else(|| self.message.take())
+    }
+}
+
+impl TextChoice {
+    /// The delta's text.
+    pub(super) fn text(&mut self) -> Option<String> {
+        self.delta.take().and_then(|delta| delta.content)
+    }
+}
+
 #[derive(Deserialize)]
 pub(super) struct XGroq {
     #[serde(default)]
@@ -495,8 +517,12 @@ pub(super) struct Choice<'a> {
     pub(super) index: u32,
     /// Boxed: moving a 128-byte delta through serde's layers cost more
     /// than the allocation.
-    #[serde(default, borrow, alias = "message")]
-    pub(super) delta: Option<Box<Delta<'a>>>,
+    #[serde(default, borrow)]
+    delta: Option<Box<Delta<'a>>>,
+    /// A whole response's message; some servers stream it in place of the
+    /// delta, and Perplexity beside it (holding the text so far).
+    #[serde(default, borrow)]
+    message: Option<Box<Delta<'a>>>,
     #[serde(default, borrow)]
     pub(super) finish_reason: Option<Cow<'a, str>>,
 }
