@@ -172,7 +172,7 @@ fn decide(
     approvals: &[Approval],
     again: Again,
 ) -> Decided {
-    let Some(tool) = inner.tools.get(&call.name) else {
+    let Some((tool, enabled)) = inner.tools.get_and_enabled(&call.name) else {
         let known: Vec<String> = inner.tools.specs().iter().map(|s| s.name.clone()).collect();
         return Decided::Reject(
             ToolOutcome::Rejected,
@@ -188,7 +188,7 @@ fn decide(
             None,
         );
     };
-    if !inner.tools.is_enabled(&call.name) {
+    if !enabled {
         return Decided::Reject(
             ToolOutcome::Rejected,
             format!("Tool `{}` is disabled.", call.name),

@@ -23,6 +23,7 @@
 //! 6. A provider failure ends the turn with [`Error::Provider`]; cancelling
 //!    keeps what streamed, marked interrupted.
 
+mod alarm;
 mod answer;
 mod budget;
 mod builtin;

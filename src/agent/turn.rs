@@ -903,15 +903,14 @@ impl<S: EventSink> Turn<'_, S> {
         // The span is entered where the provider's stream is polled.
         let end = 'stream: {
             // Events come first; cancellation is looked at only while the
-            // stream waits, when a cancel must wake this task. The
-            // cancellation future registers the task's waker when polled and
-            // stays registered, so it is polled again only for another
-            // waker; else the token is only read. (Polling it, or building
-            // it, for every event cost more than parsing the event.) A stream
-            // that never waits is checked every 32 events.
+            // stream waits, when a cancel must wake this task, through an
+            // [`Alarm`](super::alarm::Alarm): one load a look. (Polling the
+            // cancellation, or building it, for every event cost more than
+            // parsing the event.) A stream that never waits is checked
+            // every 32 events.
             let cancelled = self.cancel.cancelled();
             tokio::pin!(cancelled);
-            let mut registered: Option<std::task::Waker> = None;
+            let mut alarm = super::alarm::Alarm::default();
             let mut seen: u32 = 0;
             loop {
                 seen = seen.wrapping_add(1);
@@ -929,18 +928,8 @@ impl<S: EventSink> Turn<'_, S> {
                         if let Poll::Ready(next) = polled {
                             return Poll::Ready(Some(next));
                         }
-                        match &registered {
-                            Some(waker) if waker.will_wake(cx.waker()) => {
-                                if self.cancel.is_cancelled() {
-                                    return Poll::Ready(None);
-                                }
-                            }
-                            _ => {
-                                if cancelled.as_mut().poll(cx).is_ready() {
-                                    return Poll::Ready(None);
-                                }
-                                registered = Some(cx.waker().clone());
-                            }
+                        if alarm.rung(cancelled.as_mut(), cx) {
+                            return Poll::Ready(None);
                         }
                         Poll::Pending
                     })

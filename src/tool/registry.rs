@@ -103,6 +103,15 @@ impl ToolRegistry {
             .map(|&i| Arc::clone(&inner.tools[i]))
     }
 
+    /// The tool called `name` and whether it is enabled: one look-up where
+    /// [`get`](Self::get) and [`is_enabled`](Self::is_enabled) take two (a
+    /// tool call asks both).
+    pub(crate) fn get_and_enabled(&self, name: &str) -> Option<(Arc<dyn Tool>, bool)> {
+        let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        let &i = inner.by_name.get(name)?;
+        Some((Arc::clone(&inner.tools[i]), !inner.disabled.contains(name)))
+    }
+
     /// Every tool, in registration order.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         self.inner

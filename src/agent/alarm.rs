@@ -1,0 +1,151 @@
+//! Whether a turn's token was cancelled while its model answer streams,
+//! told by a flag rather than by the token.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Wake, Waker};
+
+use tokio_util::sync::WaitForCancellationFuture;
+
+/// Watches a cancellation for a task that waits on something else (a
+/// model's answer) and looks at the cancellation each time that wait is
+/// pending, once a streamed token.
+///
+/// The cancellation future is registered with the alarm's own waker, which
+/// marks the alarm and wakes the task; so each look is one load of the mark.
+/// (`CancellationToken::is_cancelled` takes the token's lock: two atomic
+/// writes a token, and a cache line of the token's, which a thousand turns
+/// streaming at once keep out of the cache.)
+#[derive(Default)]
+pub(super) struct Alarm {
+    armed: Option<Armed>,
+}
+
+struct Armed {
+    bell: Arc<Bell>,
+    /// The task's waker the bell wakes, as last given.
+    task: Waker,
+}
+
+#[derive(Default)]
+struct Bell {
+    rung: AtomicBool,
+    task: Mutex<Option<Waker>>,
+}
+
+impl Wake for Bell {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.rung.store(true, Ordering::Release);
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(task) = task.as_ref() {
+            task.wake_by_ref();
+        }
+    }
+}
+
+impl Alarm {
+    /// Whether `cancelled` has finished; if not, the task of `cx` is woken
+    /// when it does. Polls `cancelled` only the first time and when the
+    /// task's waker changed.
+    pub(super) fn rung(
+        &mut self,
+        cancelled: Pin<&mut WaitForCancellationFuture<'_>>,
+        cx: &Context<'_>,
+    ) -> bool {
+        if let Some(armed) = &self.armed
+            && armed.task.will_wake(cx.waker())
+        {
+            return armed.bell.rung.load(Ordering::Acquire);
+        }
+        self.arm(cancelled, cx)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn arm(
+        &mut self,
+        cancelled: Pin<&mut WaitForCancellationFuture<'_>>,
+        cx: &Context<'_>,
+    ) -> bool {
+        let armed = self.armed.get_or_insert_with(|| Armed {
+            bell: Arc::default(),
+            task: Waker::noop().clone(),
+        });
+        *armed.bell.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        armed.task = cx.waker().clone();
+        // Registered once with the bell, which stays the same; the poll
+        // after a change of task only sees whether it finished meanwhile.
+        let bell = Waker::from(Arc::clone(&armed.bell));
+        cancelled.poll(&mut Context::from_waker(&bell)).is_ready()
+            || armed.bell.rung.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+    use std::task::Poll;
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    /// Waits until the token is cancelled, through the alarm only.
+    async fn until_rung(token: &CancellationToken) {
+        let cancelled = token.cancelled();
+        tokio::pin!(cancelled);
+        let mut alarm = Alarm::default();
+        poll_fn(|cx| {
+            if alarm.rung(cancelled.as_mut(), cx) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_cancel_while_the_task_waits_wakes_it_and_is_seen() {
+        let token = CancellationToken::new();
+        let waiting = tokio::spawn({
+            let token = token.clone();
+            async move { until_rung(&token).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished());
+        token.cancel();
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the alarm woke the task")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_token_cancelled_before_is_seen_at_once() {
+        let token = CancellationToken::new();
+        token.cancel();
+        tokio::time::timeout(Duration::from_secs(5), until_rung(&token))
+            .await
+            .expect("seen at the first look");
+    }
+
+    #[tokio::test]
+    async fn a_parent_s_cancel_rings_a_child_s_alarm() {
+        let parent = CancellationToken::new();
+        let child = parent.child_token();
+        let waiting = tokio::spawn(async move { until_rung(&child).await });
+        tokio::task::yield_now().await;
+        parent.cancel();
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the alarm woke the task")
+            .unwrap();
+    }
+}
