@@ -41,9 +41,11 @@ impl Wake for Bell {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.rung.store(true, Ordering::Release);
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(task) = task.as_ref() {
-            task.wake_by_ref();
+        // Woken outside the lock: a waker may poll the task in place, and
+        // that poll may take the lock to store another waker.
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(task) = task {
+            task.wake();
         }
     }
 }
@@ -125,6 +127,53 @@ mod tests {
             .await
             .expect("the alarm woke the task")
             .unwrap();
+    }
+
+    /// A waker that counts its wakes.
+    #[derive(Default)]
+    struct Counter(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counter() -> (Arc<Counter>, Waker) {
+        let counter = Arc::new(Counter::default());
+        (Arc::clone(&counter), Waker::from(counter))
+    }
+
+    #[test]
+    fn the_task_s_latest_waker_is_woken_and_a_cancel_is_seen_through_any() {
+        let token = CancellationToken::new();
+        let cancelled = token.cancelled();
+        tokio::pin!(cancelled);
+        let mut alarm = Alarm::default();
+        let (first, first_waker) = counter();
+        let (second, second_waker) = counter();
+        assert!(!alarm.rung(cancelled.as_mut(), &Context::from_waker(&first_waker)));
+        // The task moved: its new waker is the one woken.
+        assert!(!alarm.rung(cancelled.as_mut(), &Context::from_waker(&second_waker)));
+        token.cancel();
+        assert_eq!(first.0.load(Ordering::SeqCst), 0);
+        assert_eq!(second.0.load(Ordering::SeqCst), 1);
+        assert!(alarm.rung(cancelled.as_mut(), &Context::from_waker(&second_waker)));
+        // A cancel rung while another waker was stored is still seen.
+        assert!(alarm.rung(cancelled.as_mut(), &Context::from_waker(&first_waker)));
+    }
+
+    #[test]
+    fn a_cancel_under_one_waker_is_seen_under_the_next() {
+        let token = CancellationToken::new();
+        let cancelled = token.cancelled();
+        tokio::pin!(cancelled);
+        let mut alarm = Alarm::default();
+        let (_, first_waker) = counter();
+        let (_, second_waker) = counter();
+        assert!(!alarm.rung(cancelled.as_mut(), &Context::from_waker(&first_waker)));
+        token.cancel();
+        assert!(alarm.rung(cancelled.as_mut(), &Context::from_waker(&second_waker)));
     }
 
     #[tokio::test]
