@@ -517,14 +517,23 @@ pub(super) struct Choice<'a> {
     pub(super) index: u32,
     /// Boxed: moving a 128-byte delta through serde's layers cost more
     /// than the allocation.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "boxed_delta")]
     delta: Option<Box<Delta<'a>>>,
     /// A whole response's message; some servers stream it in place of the
     /// delta, and Perplexity beside it (holding the text so far).
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "boxed_delta")]
     message: Option<Box<Delta<'a>>>,
     #[serde(default, borrow)]
     pub(super) finish_reason: Option<Cow<'a, str>>,
+}
+
+/// A delta or a message: one function for both fields, not the code to
+/// read one written out in each.
+#[inline(never)]
+fn boxed_delta<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Box<Delta<'a>>>, D::Error> {
+    Option::deserialize(d)
 }
 
 #[derive(Deserialize)]
