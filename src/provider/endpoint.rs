@@ -489,7 +489,13 @@ impl Endpoint {
             return Ok((response, tap));
         }
         let retry_after = retry_after(response.headers());
-        let body = response.bytes().await.unwrap_or_default();
+        // An error's body, read whole within the time-out: a server that
+        // sends the head and stalls still has its status reported.
+        let body = tokio::time::timeout(wait, response.bytes())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
         // Some servers quote the key they refused: it goes no further.
         let body = self.without_key(&String::from_utf8_lossy(&body));
         if let Some(tap) = tap {
