@@ -382,15 +382,21 @@ struct Inner {
     jobs: std::sync::mpsc::Sender<Job>,
     /// This instance's name in the journal's `owner` column.
     owner: String,
+    /// The connection's thread, joined by the last handle's
+    /// [`close`](SqliteHistory::close).
+    thread: std::thread::JoinHandle<()>,
 }
 
 /// Work for the connection's thread.
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
-/// Starts the thread that owns `connection` and runs the jobs sent to it.
-fn connection_thread(mut connection: Connection) -> std::io::Result<std::sync::mpsc::Sender<Job>> {
+/// Starts the thread that owns `connection` and runs the jobs sent to it,
+/// until every sender is gone.
+fn connection_thread(
+    mut connection: Connection,
+) -> std::io::Result<(std::sync::mpsc::Sender<Job>, std::thread::JoinHandle<()>)> {
     let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("ferrobot-sqlite".into())
         .spawn(move || {
             for job in inbox {
@@ -401,7 +407,7 @@ fn connection_thread(mut connection: Connection) -> std::io::Result<std::sync::m
                 }));
             }
         })?;
-    Ok(jobs)
+    Ok((jobs, thread))
 }
 
 impl std::fmt::Debug for SqliteHistory {
@@ -489,15 +495,60 @@ impl SqliteHistory {
         if version < latest {
             migrate(&mut connection, version).map_err(fail)?;
         }
-        let jobs = connection_thread(connection)
+        let (jobs, thread) = connection_thread(connection)
             .map_err(|e| storage("could not start the history store's thread", e))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
                 jobs,
                 owner: super::journal::new_owner(),
+                thread,
             }),
         })
+    }
+
+    /// Closes the store: waits until everything sent to it before is in the
+    /// file, then, when this is the last handle (no clone of the store is
+    /// left and no call of it is under way), closes the file's connection,
+    /// so that SQLite folds its write-ahead log into the file and the file
+    /// can be copied, moved or deleted whole. With other handles left, it
+    /// only waits for the writes, and the connection closes with the last
+    /// of them. (Dropping every handle closes it too, without waiting.)
+    ///
+    /// # Errors
+    /// [`HistoryError::Storage`] when the store's thread has stopped or
+    /// failed.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ferrobot::history::HistoryError> {
+    /// use ferrobot::{Message, history::{HistoryStore, SqliteHistory}};
+    /// let dir = std::env::temp_dir().join(format!("ferrobot-close-{}", std::process::id()));
+    /// let store = SqliteHistory::open(dir.join("history.db")).await?;
+    /// store.append("alice", &[Message::user("hello")]).await?;
+    /// store.close().await?;
+    /// // Closed: the log is folded into the file.
+    /// assert!(!dir.join("history.db-wal").exists());
+    /// # std::fs::remove_dir_all(dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn close(self) -> Result<(), HistoryError> {
+        // Answered once every job sent before it is done.
+        self.run(|_| Ok(())).await?;
+        let Ok(inner) = Arc::try_unwrap(self.inner) else {
+            return Ok(());
+        };
+        let Inner { jobs, thread, .. } = inner;
+        drop(jobs);
+        tokio::task::spawn_blocking(move || thread.join())
+            .await
+            .map_err(|e| storage("could not wait for the history store's thread", e))?
+            .map_err(|_| HistoryError::Storage {
+                message: "the history store's thread failed while closing".into(),
+                source: None,
+            })
     }
 
     /// Appends `messages` in one transaction, with what `also` says: with

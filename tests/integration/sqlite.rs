@@ -782,3 +782,42 @@ async fn approvals_and_a_pending_turn_survive_a_restart_and_go_with_their_conver
     assert_eq!(store.pending("a").await.unwrap(), None);
     assert_eq!(store.approvals("b").await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn close_folds_the_log_into_the_file_once_the_last_handle_closes() {
+    let dir = TempDir::new("close");
+    let path = dir.file("history.db");
+    let wal = dir.file("history.db-wal");
+    let store = SqliteHistory::open(&path).await.unwrap();
+    let other = store.clone();
+    store
+        .append("a", &[Message::user("written before close")])
+        .await
+        .unwrap();
+    // Another handle is left: close waits for the writes, and the store
+    // goes on serving that handle.
+    store.close().await.unwrap();
+    assert!(wal.exists(), "the connection is still open for the clone");
+    other
+        .append("a", &[Message::user("written by the clone")])
+        .await
+        .unwrap();
+    // The last handle: the connection closes, and with it the log.
+    other.close().await.unwrap();
+    assert!(
+        !wal.exists(),
+        "the write-ahead log was folded into the file"
+    );
+    // Only the file is needed now.
+    let moved = dir.file("moved.db");
+    std::fs::rename(&path, &moved).unwrap();
+    let reopened = SqliteHistory::open(&moved).await.unwrap();
+    let texts: Vec<String> = reopened
+        .load("a")
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(texts, ["written before close", "written by the clone"]);
+}
