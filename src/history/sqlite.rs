@@ -507,17 +507,21 @@ impl SqliteHistory {
         })
     }
 
-    /// Closes the store: waits until everything sent to it before is in the
-    /// file, then, when this is the last handle (no clone of the store is
-    /// left and no call of it is under way), closes the file's connection,
-    /// so that SQLite folds its write-ahead log into the file and the file
-    /// can be copied, moved or deleted whole. With other handles left, it
-    /// only waits for the writes, and the connection closes with the last
-    /// of them. (Dropping every handle closes it too, without waiting.)
+    /// Closes the store: waits for everything sent to it before, folds the
+    /// write-ahead log into the file (a checkpoint), and, from the store's
+    /// last handle, closes the file's connection, so the file can be
+    /// copied, moved or deleted whole. `Ok(true)` when the connection is
+    /// closed; `Ok(false)` when other handles keep it open (the writes are
+    /// in the file all the same): an [`Agent`](crate::Agent) built with a
+    /// clone of the store holds one, as does a running `Scheduler`; drop
+    /// those, then close. (Dropping every handle closes the connection too,
+    /// without waiting.)
     ///
     /// # Errors
-    /// [`HistoryError::Storage`] when the store's thread has stopped or
-    /// failed.
+    /// [`HistoryError::Storage`] when another connection to the file
+    /// (another program, or another `open` of the same file) kept the log
+    /// from being folded in (the writes are safe in the log), or when the
+    /// store's thread has stopped.
     ///
     /// # Examples
     /// ```
@@ -525,20 +529,35 @@ impl SqliteHistory {
     /// # async fn main() -> Result<(), ferrobot::history::HistoryError> {
     /// use ferrobot::{Message, history::{HistoryStore, SqliteHistory}};
     /// let dir = std::env::temp_dir().join(format!("ferrobot-close-{}", std::process::id()));
+    /// # std::fs::remove_dir_all(&dir).ok();
     /// let store = SqliteHistory::open(dir.join("history.db")).await?;
     /// store.append("alice", &[Message::user("hello")]).await?;
-    /// store.close().await?;
-    /// // Closed: the log is folded into the file.
-    /// assert!(!dir.join("history.db-wal").exists());
+    /// assert!(store.close().await?, "the last handle closes the file");
     /// # std::fs::remove_dir_all(dir).ok();
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn close(self) -> Result<(), HistoryError> {
-        // Answered once every job sent before it is done.
-        self.run(|_| Ok(())).await?;
-        let Ok(inner) = Arc::try_unwrap(self.inner) else {
-            return Ok(());
+    pub async fn close(self) -> Result<bool, HistoryError> {
+        // After every job sent before it; a reader elsewhere holding the
+        // log makes it report busy rather than wait.
+        let path = self.inner.path.clone();
+        let busy: i64 = self
+            .sql(|c| c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0)))
+            .await?;
+        if busy != 0 {
+            return Err(HistoryError::Storage {
+                message: format!(
+                    "could not fold the write-ahead log of {} into the file: another \
+                     program is reading it; every write is safe in the log: close the \
+                     store again once that program is done",
+                    path.display()
+                ),
+                source: None,
+            });
+        }
+        // One handle of several closing at once gets the connection.
+        let Some(inner) = Arc::into_inner(self.inner) else {
+            return Ok(false);
         };
         let Inner { jobs, thread, .. } = inner;
         drop(jobs);
@@ -548,7 +567,8 @@ impl SqliteHistory {
             .map_err(|_| HistoryError::Storage {
                 message: "the history store's thread failed while closing".into(),
                 source: None,
-            })
+            })?;
+        Ok(true)
     }
 
     /// Appends `messages` in one transaction, with what `also` says: with

@@ -794,16 +794,20 @@ async fn close_folds_the_log_into_the_file_once_the_last_handle_closes() {
         .append("a", &[Message::user("written before close")])
         .await
         .unwrap();
-    // Another handle is left: close waits for the writes, and the store
-    // goes on serving that handle.
-    store.close().await.unwrap();
-    assert!(wal.exists(), "the connection is still open for the clone");
+    // Another handle is left: close folds the log into the file, and the
+    // store goes on serving that handle.
+    assert!(!store.close().await.unwrap(), "the clone keeps it open");
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        0,
+        "the log is folded in"
+    );
     other
         .append("a", &[Message::user("written by the clone")])
         .await
         .unwrap();
     // The last handle: the connection closes, and with it the log.
-    other.close().await.unwrap();
+    assert!(other.close().await.unwrap());
     assert!(
         !wal.exists(),
         "the write-ahead log was folded into the file"
@@ -820,4 +824,26 @@ async fn close_folds_the_log_into_the_file_once_the_last_handle_closes() {
         .map(Message::text)
         .collect();
     assert_eq!(texts, ["written before close", "written by the clone"]);
+    assert!(reopened.close().await.unwrap());
+}
+
+#[tokio::test]
+async fn close_says_busy_while_another_connection_reads_the_file() {
+    let dir = TempDir::new("close-busy");
+    let path = dir.file("history.db");
+    let store = SqliteHistory::open(&path).await.unwrap();
+    store.append("a", &[Message::user("hi")]).await.unwrap();
+    // Another program in the middle of a read holds the log.
+    let reader = rusqlite::Connection::open(&path).unwrap();
+    reader
+        .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
+        .unwrap();
+    let error = store.clone().close().await.unwrap_err();
+    assert!(
+        error.to_string().contains("another program is reading it"),
+        "{error}"
+    );
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    assert!(store.close().await.unwrap());
 }
