@@ -74,12 +74,18 @@ impl Alarm {
         cancelled: Pin<&mut WaitForCancellationFuture<'_>>,
         cx: &Context<'_>,
     ) -> bool {
-        let armed = self.armed.get_or_insert_with(|| Armed {
-            bell: Arc::default(),
-            task: Waker::noop().clone(),
-        });
-        *armed.bell.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
-        armed.task = cx.waker().clone();
+        let task = cx.waker().clone();
+        let armed = match &mut self.armed {
+            Some(armed) => {
+                armed.task = task.clone();
+                armed
+            }
+            None => self.armed.insert(Armed {
+                bell: Arc::default(),
+                task: task.clone(),
+            }),
+        };
+        *armed.bell.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
         // Registered once with the bell, which stays the same; the poll
         // after a change of task only sees whether it finished meanwhile.
         let bell = Waker::from(Arc::clone(&armed.bell));

@@ -404,14 +404,14 @@ where
 
 /// The chunk almost every streamed token comes in: a piece of text of the
 /// first choice's delta, maybe a finish reason, nothing else a [`Chunk`]
-/// reads. Streamed chunks
-/// are read as this first, and as a [`Chunk`] only when this type refuses
-/// them (tool calls, reasoning, refusals, usage, errors, a message: a field
-/// of the delta's other than the text, or of the choice's or the chunk's,
-/// that isn't `null`). Its smaller visitors are what one token
-/// runs: the whole `Chunk`'s, with the HTTP client's, no longer fit the
-/// processor's instruction cache, and every token fetched them again
-/// (`../shared/perf`: callgrind's cache simulation, and CPU time).
+/// reads. Streamed chunks are read as this first, and as a [`Chunk`] only
+/// when this type refuses them (tool calls, reasoning, refusals, usage,
+/// errors, a message: a field of the delta's other than the text, or of
+/// the choice's or the chunk's, that isn't `null`). Its smaller visitors
+/// are what one token runs: the whole `Chunk`'s, with the HTTP client's, no
+/// longer fit the processor's instruction cache, and every token fetched
+/// them again (`../shared/perf`: callgrind's cache simulation, and CPU
+/// time).
 #[derive(Deserialize)]
 pub(super) struct TextChunk {
     #[serde(default, rename = "choices", deserialize_with = "first_choice")]
