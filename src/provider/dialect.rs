@@ -23,6 +23,7 @@ pub use super::frames::{Decode, Events, Framing, json};
 use super::http::retried;
 use super::observe::Observe;
 use super::staged::Item;
+use super::timer::IdleTimer;
 use super::{
     ChatRequest, ContextWindow, EventStream, Health, Provider, ProviderError, RetryPolicy,
     ToolChoice,
@@ -310,8 +311,16 @@ impl<D: Dialect> Http<D> {
     ) -> Result<impl Stream<Item = Item> + Unpin + Send + use<'_, D>, ProviderError> {
         let endpoint = &self.endpoint;
         let read_timeout = endpoint.read_timeout();
+        // One timer for the request: its head's wait, then its body's.
+        let mut timer = endpoint.timer();
         let (response, tap) = endpoint
-            .send(reqwest::Method::POST, &self.chat, Some(body), read_timeout)
+            .send(
+                reqwest::Method::POST,
+                &self.chat,
+                Some(body),
+                read_timeout,
+                &mut timer,
+            )
             .await
             .map_err(|e| self.dialect.explain(e))?;
         Ok(Frames::new(
@@ -319,7 +328,7 @@ impl<D: Dialect> Http<D> {
             self.dialect.framing(),
             self.dialect.decoder(),
             Arc::clone(self.chat.shown()),
-            read_timeout,
+            IdleTimer::new(read_timeout, timer),
             tap,
         ))
     }

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -23,6 +24,7 @@ use super::http::{
 use super::observe::{Observe, Outcome, WireRequest, WireResponse};
 #[cfg(feature = "cassette")]
 use super::observe::{Replay, Replayed};
+use super::timer::{Timer, Timers};
 use super::{Health, ProviderError, RetryPolicy};
 
 /// How a dialect's server takes the API key.
@@ -73,6 +75,8 @@ pub struct Endpoint {
     /// every request fails with it, so that it is not silently dropped.
     problem: Option<String>,
     observer: Option<Arc<dyn Observe>>,
+    /// The timers of requests that are done, kept for the next ones.
+    timers: Arc<Timers>,
     /// Answers from a recording instead of the network, when set.
     #[cfg(feature = "cassette")]
     replay: Option<Arc<dyn Replay>>,
@@ -214,6 +218,7 @@ impl Endpoint {
             client: build_client(CONNECT_TIMEOUT),
             problem: None,
             observer: None,
+            timers: Arc::default(),
             #[cfg(feature = "cassette")]
             replay: None,
         };
@@ -398,9 +403,14 @@ impl Endpoint {
         Ok(map)
     }
 
+    /// A timer for one request, to give [`send`](Self::send).
+    pub(crate) fn timer(&self) -> Timer {
+        self.timers.timer()
+    }
+
     /// Sends one request: `body` as JSON when given, the dialect's own
     /// headers, the key and the caller's headers. Waits at most `wait` for
-    /// the response head; an error status comes back as
+    /// the response head, on `timer`; an error status comes back as
     /// [`ProviderError::Status`] with the server's message. What it sends and
     /// receives goes to the observer, if any.
     pub(crate) async fn send(
@@ -409,6 +419,7 @@ impl Endpoint {
         target: &Target,
         body: Option<Bytes>,
         wait: Duration,
+        timer: &mut Timer,
     ) -> Result<(reqwest::Response, Option<Tap>), ProviderError> {
         let client = self
             .client
@@ -456,9 +467,16 @@ impl Endpoint {
                 let mut request = reqwest::Request::new(method, url.clone());
                 *request.headers_mut() = map;
                 *request.body_mut() = body.map(reqwest::Body::from);
-                match tokio::time::timeout(wait, client.execute(request)).await {
-                    Ok(result) => result.map_err(|e| transport_error(shown_url, wait, e)),
-                    Err(_) => Err(ProviderError::Timeout {
+                timer.set_after(wait);
+                let mut executing = std::pin::pin!(client.execute(request));
+                // The request first, as `tokio::time::timeout` does.
+                let head = std::future::poll_fn(|cx| match executing.as_mut().poll(cx) {
+                    Poll::Ready(result) => Poll::Ready(Some(result)),
+                    Poll::Pending => timer.poll_elapsed(cx).map(|()| None),
+                });
+                match head.await {
+                    Some(result) => result.map_err(|e| transport_error(shown_url, wait, e)),
+                    None => Err(ProviderError::Timeout {
                         endpoint: shown_url.to_string(),
                         after: wait,
                     }),
@@ -551,7 +569,9 @@ impl Endpoint {
         let target = Target::new(url);
         let shown_url = &*target.shown;
         let read = async {
-            let (response, tap) = self.send(method, &target, body, wait).await?;
+            let (response, tap) = self
+                .send(method, &target, body, wait, &mut self.timer())
+                .await?;
             let bytes = response.bytes().await;
             if let (Some(tap), Ok(bytes)) = (&tap, &bytes) {
                 tap.chunk(bytes);

@@ -5,14 +5,14 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
 
 use super::endpoint::Tap;
-use super::http::{IdleTimer, transport_error};
+use super::http::transport_error;
 use super::observe::Outcome;
+use super::timer::IdleTimer;
 use super::{ProviderError, StreamEvent};
 
 /// Where a [`Decode`]r puts the events it decoded, in order.
@@ -120,7 +120,7 @@ impl<S, D: Decode> Frames<S, D> {
         framing: Framing,
         decoder: D,
         endpoint: Arc<str>,
-        read_timeout: Duration,
+        idle: IdleTimer,
         tap: Option<Tap>,
     ) -> Self {
         Self {
@@ -139,7 +139,7 @@ impl<S, D: Decode> Frames<S, D> {
             endpoint,
             done: false,
             error: None,
-            idle: IdleTimer::new(read_timeout),
+            idle,
             tap,
         }
     }
@@ -428,9 +428,12 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use futures_util::StreamExt;
 
     use super::*;
+    use crate::provider::timer::Timer;
 
     /// Each frame's data is one text event.
     struct Texts;
@@ -460,7 +463,7 @@ mod tests {
             framing,
             Texts,
             "test".into(),
-            Duration::from_secs(5),
+            IdleTimer::new(Duration::from_secs(5), Timer::alone()),
             None,
         );
         let mut texts = Vec::new();
