@@ -506,9 +506,22 @@ impl Endpoint {
         if status.is_success() {
             return Ok((response, tap));
         }
+        // Boxed: the error body's read (rare) would otherwise size every
+        // request's future.
+        Err(Box::pin(self.refused(response, tap, wait)).await)
+    }
+
+    /// The error an answer with an error status makes: the server's message
+    /// from its body, read whole within `wait` (a server that sends the head
+    /// and stalls still has its status reported).
+    async fn refused(
+        &self,
+        response: reqwest::Response,
+        tap: Option<Tap>,
+        wait: Duration,
+    ) -> ProviderError {
+        let status = response.status();
         let retry_after = retry_after(response.headers());
-        // An error's body, read whole within the time-out: a server that
-        // sends the head and stalls still has its status reported.
         let body = tokio::time::timeout(wait, response.bytes())
             .await
             .ok()
@@ -520,11 +533,11 @@ impl Endpoint {
             tap.chunk(body.as_bytes());
             tap.end(Outcome::Complete);
         }
-        Err(ProviderError::Status {
+        ProviderError::Status {
             status: status.as_u16(),
             message: error_message(&body),
             retry_after,
-        })
+        }
     }
 
     /// `text` with the API key, wherever it appears, as `[redacted]`. A key
