@@ -174,18 +174,31 @@ impl Timer {
 
     /// Ready once the deadline has passed; until then the task is woken
     /// when it does. Never ready if it was never set.
+    ///
+    /// Looked at for every piece of a streamed body that keeps the task
+    /// waiting: the usual case (the same task, not yet due) is a few loads,
+    /// inlined; the rest is out of line.
+    #[inline]
     pub(crate) fn poll_elapsed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if let (Some(kept), Some(waiting)) = (&self.kept, &self.waiting)
+            && waiting.will_wake(cx.waker())
+            && !kept.sleep.is_elapsed()
+        {
+            return Poll::Pending;
+        }
+        self.poll_timer(cx)
+    }
+
+    #[inline(never)]
+    fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let Some(kept) = &mut self.kept else {
             return Poll::Pending;
         };
-        let same = self
+        if !self
             .waiting
             .as_ref()
-            .is_some_and(|waker| waker.will_wake(cx.waker()));
-        if same && !kept.sleep.is_elapsed() {
-            return Poll::Pending;
-        }
-        if !same {
+            .is_some_and(|waiting| waiting.will_wake(cx.waker()))
+        {
             kept.relay.set(Some(cx.waker().clone()));
             self.waiting = Some(cx.waker().clone());
         }
