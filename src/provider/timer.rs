@@ -1,18 +1,22 @@
-//! Time-outs for requests, on timers kept from one request to the next.
+//! Time-outs for requests, on timers kept from one request to the next:
+//! an endpoint's [`Timers`] hands each request a [`Timer`], which waits for
+//! the answer's head and then, as an [`IdleTimer`], for each next piece of
+//! its body.
 //!
-//! Registering a tokio timer that is due before every other timer the
-//! runtime holds wakes the runtime's timer driver: on a multi-thread
-//! runtime, usually another worker parked in `epoll_wait`, which wakes,
+//! Why kept: registering a tokio timer due before every other timer the
+//! runtime holds wakes the runtime's timer driver, on a multi-thread
+//! runtime usually another worker parked in `epoll_wait`, which wakes,
 //! looks for work, and may take the request's task over to its own core.
 //! A request that registered new timers for its head and for its body's
-//! silences did that about twice (`../shared/perf`: 4.7 driver wake-ups a
-//! streamed tool turn where plain reqwest makes 2.1, and some 8 % of the
-//! turn's CPU time). Moving a still-registered timer to a later deadline
-//! is one atomic store (tokio files it anew when its old deadline comes),
-//! and a timer due after others never wakes the driver; so an endpoint's
-//! requests take their [`Timer`] from the endpoint's [`Timers`], which
-//! keeps the ones finished requests leave, still registered.
+//! silences did that about twice (4.7 driver wake-ups a streamed tool turn
+//! where plain reqwest makes 2.1, and some 8 % of the turn's CPU time, in
+//! `../shared/perf`). A timer that is still registered and moved to a
+//! later deadline costs one atomic store (tokio files it anew, once, when
+//! its old deadline comes), and one registered behind others wakes
+//! nothing; so finished requests leave their timers registered, for the
+//! next requests.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
@@ -25,7 +29,8 @@ use tokio::time::{Instant, Sleep};
 /// their runtimes, for its next requests.
 #[derive(Default)]
 pub(crate) struct Timers {
-    kept: Mutex<Vec<Kept>>,
+    /// Oldest first.
+    kept: Mutex<VecDeque<Kept>>,
 }
 
 /// Timers kept at most, per endpoint: more than most programs have
@@ -46,21 +51,28 @@ impl Timers {
         }
     }
 
-    /// A kept timer of `runtime`, if there is one.
+    /// A kept timer of `runtime`, if there is one: the one kept last, the
+    /// likeliest to be in the cache still.
     fn take(&self, runtime: Id) -> Option<Kept> {
         let mut kept = lock(&self.kept);
         let at = kept.iter().rposition(|timer| timer.runtime == runtime)?;
-        Some(kept.swap_remove(at))
+        kept.remove(at)
     }
 
     fn keep(&self, timer: Kept) {
         let dropped = {
             let mut kept = lock(&self.kept);
-            // The oldest goes, so timers of a runtime that is gone don't
-            // stay for ever.
-            let dropped = (kept.len() >= KEEP).then(|| kept.remove(0));
-            kept.push(timer);
-            dropped
+            kept.push_back(timer);
+            // The oldest goes when too many are kept, or when it fired: a
+            // runtime that ended fired all its timers, and one kept would
+            // keep that runtime's driver (and its files) open. One a call
+            // is enough to clear them as they come.
+            let fired = kept.front().is_some_and(|oldest| oldest.sleep.is_elapsed());
+            if fired || kept.len() > KEEP {
+                kept.pop_front()
+            } else {
+                None
+            }
         };
         // Dropped outside the lock: it takes the runtime's timer lock.
         drop(dropped);
@@ -100,6 +112,8 @@ struct Relay(Mutex<Option<Waker>>);
 impl Relay {
     fn set(&self, waker: Option<Waker>) {
         let old = std::mem::replace(&mut *lock(&self.0), waker);
+        // Dropped after the lock: a task's last waker frees the task, and
+        // that is no work to hold the lock for.
         drop(old);
     }
 }
@@ -157,11 +171,16 @@ impl Timer {
     pub(crate) fn set(&mut self, deadline: Instant) {
         // A moved deadline is looked at again.
         self.waiting = None;
-        if let Some(kept) = &mut self.kept {
+        let runtime = tokio::runtime::Handle::current().id();
+        if let Some(kept) = &mut self.kept
+            && kept.runtime == runtime
+        {
             kept.sleep.as_mut().reset(deadline);
             return;
         }
-        let runtime = tokio::runtime::Handle::current().id();
+        // Another runtime's (the request's stream was moved): it goes back,
+        // for that runtime's requests.
+        self.give_back();
         let taken = self.home.as_ref().and_then(|home| home.take(runtime));
         self.kept = Some(match taken {
             Some(mut kept) => {
@@ -202,23 +221,29 @@ impl Timer {
             kept.relay.set(Some(cx.waker().clone()));
             self.waiting = Some(cx.waker().clone());
         }
-        kept.sleep
-            .as_mut()
-            .poll(&mut Context::from_waker(&kept.waker))
+        // Unconstrained: with the task's budget spent, the timer would not
+        // register (only wake the task once), and the shortcut above would
+        // then never poll it again. Tokio's `timeout` does the same.
+        let mut sleep = tokio::task::coop::unconstrained(kept.sleep.as_mut());
+        Pin::new(&mut sleep).poll(&mut Context::from_waker(&kept.waker))
+    }
+
+    /// Hands the timer back to its [`Timers`], still registered unless it
+    /// fired (then keeping it saves nothing), and holding no task's waker.
+    fn give_back(&mut self) {
+        let (Some(kept), Some(home)) = (self.kept.take(), &self.home) else {
+            return;
+        };
+        kept.relay.set(None);
+        if !kept.sleep.is_elapsed() {
+            home.keep(kept);
+        }
     }
 }
 
 impl Drop for Timer {
     fn drop(&mut self) {
-        let (Some(kept), Some(home)) = (self.kept.take(), &self.home) else {
-            return;
-        };
-        kept.relay.set(None);
-        // One that fired is no longer registered: nothing is saved by
-        // keeping it.
-        if !kept.sleep.is_elapsed() {
-            home.keep(kept);
-        }
+        self.give_back();
     }
 }
 
@@ -268,20 +293,15 @@ impl IdleTimer {
         self.progressed = true;
     }
 
-    /// The end of a quarter of `timeout` that starts now; `None` for a
-    /// time-out too long to add to a clock reading, which never fires.
-    fn quarter_from_now(timeout: Duration) -> Option<Instant> {
-        Instant::now().checked_add(timeout / u32::from(Self::QUARTERS))
+    fn quarter(&self) -> Duration {
+        self.timeout / u32::from(Self::QUARTERS)
     }
 
     /// Whether the body has been silent for the whole time-out; if not, the
     /// task is woken when it could be.
     pub(crate) fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
         if !self.armed {
-            let Some(end) = Self::quarter_from_now(self.timeout) else {
-                return false;
-            };
-            self.timer.set(end);
+            self.timer.set_after(self.quarter());
             self.armed = true;
         }
         while self.timer.poll_elapsed(cx).is_ready() {
@@ -293,10 +313,7 @@ impl IdleTimer {
             if self.quiet >= Self::QUARTERS {
                 return true;
             }
-            let Some(end) = Self::quarter_from_now(self.timeout) else {
-                return false;
-            };
-            self.timer.set(end);
+            self.timer.set_after(self.quarter());
         }
         false
     }
@@ -320,12 +337,26 @@ mod tests {
         lock(&timers.kept).len()
     }
 
+    /// A timer of `timers` due `wait` from now, registered (looked at once).
+    fn registered(timers: &Arc<Timers>, wait: Duration) -> Timer {
+        let mut timer = timers.timer();
+        timer.set_after(wait);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(timer.poll_elapsed(&mut cx).is_pending());
+        timer
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_finished_requests_timer_serves_the_next_one_at_its_own_deadline() {
         let timers = Arc::new(Timers::default());
-        let mut first = timers.timer();
-        first.set_after(Duration::from_secs(1));
-        drop(first);
+        drop(registered(&timers, Duration::from_secs(1)));
         assert_eq!(kept(&timers), 1);
 
         // Moved later while registered: due at the new deadline, not the old.
@@ -340,14 +371,41 @@ mod tests {
         assert_eq!(kept(&timers), 0);
 
         // Moved earlier: due then.
-        let mut head = timers.timer();
-        head.set_after(Duration::from_secs(300));
-        drop(head);
+        drop(registered(&timers, Duration::from_secs(300)));
         let mut sooner = timers.timer();
         sooner.set_after(Duration::from_secs(2));
+        assert_eq!(kept(&timers), 0);
         let started = Instant::now();
         due(&mut sooner).await;
         assert_eq!(started.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timer_looked_at_with_the_tasks_budget_spent_still_wakes_it() {
+        let (sent, mut received) = tokio::sync::mpsc::unbounded_channel();
+        for _ in 0..1000 {
+            sent.send(()).unwrap();
+        }
+        let timers = Arc::new(Timers::default());
+        let mut timer = timers.timer();
+        timer.set_after(Duration::from_secs(1));
+        let started = Instant::now();
+        let mut spent = false;
+        let waited = tokio::time::timeout(
+            Duration::from_secs(3600),
+            std::future::poll_fn(|cx| {
+                if !spent {
+                    // The task's budget spent first, in the same poll.
+                    while received.poll_recv(cx).is_ready() {}
+                    assert!(!tokio::task::coop::has_budget_remaining());
+                    spent = true;
+                }
+                timer.poll_elapsed(cx)
+            }),
+        )
+        .await;
+        assert!(waited.is_ok(), "the timer never woke its task");
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]
@@ -382,37 +440,45 @@ mod tests {
 
     #[test]
     fn a_kept_timer_serves_only_its_own_runtime() {
-        let runtime = || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .unwrap()
-        };
         let timers = Arc::new(Timers::default());
-        runtime().block_on(async {
-            timers.timer().set_after(Duration::from_secs(60));
-        });
+        let other = runtime();
+        other.block_on(async { drop(registered(&timers, Duration::from_secs(60))) });
         assert_eq!(kept(&timers), 1);
-        // The first runtime is gone: its timer would never fire.
         runtime().block_on(async {
             let mut timer = timers.timer();
             timer.set_after(Duration::from_millis(20));
             assert_eq!(kept(&timers), 1, "another runtime's timer was taken");
             due(&mut timer).await;
         });
-        // Dropping it, from no runtime, is fine.
+    }
+
+    #[test]
+    fn a_runtime_that_ended_leaves_no_timer_kept() {
+        let timers = Arc::new(Timers::default());
+        runtime().block_on(async { drop(registered(&timers, Duration::from_secs(60))) });
+        assert_eq!(kept(&timers), 1);
+        runtime().block_on(async { drop(registered(&timers, Duration::from_secs(60))) });
+        assert_eq!(kept(&timers), 1, "the ended runtime's timer is kept");
+        // Dropping the rest, from no runtime, is fine.
         drop(timers);
+    }
+
+    #[test]
+    fn a_timer_moved_to_another_runtime_is_due_there() {
+        let timers = Arc::new(Timers::default());
+        let mut timer = runtime().block_on(async { registered(&timers, Duration::from_secs(60)) });
+        // Its runtime ended; the request's stream is read on another one.
+        runtime().block_on(async {
+            timer.set_after(Duration::from_millis(20));
+            due(&mut timer).await;
+        });
     }
 
     #[tokio::test]
     async fn at_most_so_many_timers_are_kept() {
         let timers = Arc::new(Timers::default());
         let all: Vec<Timer> = (0..KEEP + 3)
-            .map(|_| {
-                let mut timer = timers.timer();
-                timer.set_after(Duration::from_secs(60));
-                timer
-            })
+            .map(|_| registered(&timers, Duration::from_secs(60)))
             .collect();
         drop(all);
         assert_eq!(kept(&timers), KEEP);
@@ -444,6 +510,13 @@ mod tests {
         .await;
     }
 
+    /// Waits until `idle` says the body timed out, failing if it isn't
+    /// within a day.
+    async fn cut_off_within_a_day(idle: &mut IdleTimer) {
+        let waited = tokio::time::timeout(Duration::from_secs(86_400), cut_off(idle)).await;
+        assert!(waited.is_ok(), "never cut off");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_body_is_cut_off_between_one_and_a_quarter_time_outs_after_its_last_byte() {
         let timeout = Duration::from_secs(100);
@@ -456,7 +529,7 @@ mod tests {
             }
         }
         let last_byte = tokio::time::Instant::now();
-        cut_off(&mut idle).await;
+        cut_off_within_a_day(&mut idle).await;
         let silent = last_byte.elapsed();
         assert!(
             silent >= timeout && silent <= timeout + timeout / 4,
@@ -468,7 +541,7 @@ mod tests {
     async fn a_body_that_never_marks_progress_is_cut_off_after_one_time_out() {
         let started = tokio::time::Instant::now();
         let mut idle = IdleTimer::new(Duration::from_secs(8), Timer::alone());
-        cut_off(&mut idle).await;
+        cut_off_within_a_day(&mut idle).await;
         let waited = started.elapsed();
         assert!(
             waited >= Duration::from_secs(8) && waited < Duration::from_millis(8_100),
