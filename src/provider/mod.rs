@@ -60,6 +60,7 @@ mod responses;
 mod retry;
 mod staged;
 mod think;
+#[cfg(feature = "__http")]
 mod timer;
 #[cfg(any(feature = "openai", feature = "ollama", feature = "responses"))]
 mod window;

@@ -54,25 +54,31 @@ impl Timers {
     /// A kept timer of `runtime`, if there is one: the one kept last, the
     /// likeliest to be in the cache still.
     fn take(&self, runtime: Id) -> Option<Kept> {
-        let mut kept = lock(&self.kept);
-        let at = kept.iter().rposition(|timer| timer.runtime == runtime)?;
-        kept.remove(at)
+        let ended = {
+            let mut kept = lock(&self.kept);
+            if let Some(at) = kept.iter().rposition(|timer| timer.runtime == runtime) {
+                return kept.remove(at);
+            }
+            // None of this runtime's: the others' that fired go, as those of
+            // a runtime that ended did (each would keep that runtime's
+            // driver, and its files, open). Looked for only here, where a
+            // program with one runtime never comes while timers are kept.
+            let (ended, living) = std::mem::take(&mut *kept)
+                .into_iter()
+                .partition::<Vec<Kept>, _>(|timer| timer.sleep.is_elapsed());
+            *kept = living.into();
+            ended
+        };
+        // Dropped outside the lock: each takes its runtime's timer lock.
+        drop(ended);
+        None
     }
 
     fn keep(&self, timer: Kept) {
         let dropped = {
             let mut kept = lock(&self.kept);
             kept.push_back(timer);
-            // The oldest goes when too many are kept, or when it fired: a
-            // runtime that ended fired all its timers, and one kept would
-            // keep that runtime's driver (and its files) open. One a call
-            // is enough to clear them as they come.
-            let fired = kept.front().is_some_and(|oldest| oldest.sleep.is_elapsed());
-            if fired || kept.len() > KEEP {
-                kept.pop_front()
-            } else {
-                None
-            }
+            (kept.len() > KEEP).then(|| kept.pop_front()).flatten()
         };
         // Dropped outside the lock: it takes the runtime's timer lock.
         drop(dropped);
@@ -91,11 +97,18 @@ struct Kept {
 }
 
 impl Kept {
+    /// # Panics
+    /// Outside a tokio runtime with time enabled, as tokio's timers do.
     fn new(deadline: Instant) -> Self {
+        let runtime = tokio::runtime::Handle::current().id();
+        let mut sleep = Box::pin(tokio::time::sleep_until(deadline));
+        // Registered now rather than when first polled, so that every timer
+        // kept is one its runtime knows, and fires when that runtime ends.
+        sleep.as_mut().reset(deadline);
         let relay = Arc::new(Relay::default());
         Self {
-            runtime: tokio::runtime::Handle::current().id(),
-            sleep: Box::pin(tokio::time::sleep_until(deadline)),
+            runtime,
+            sleep,
             waker: Waker::from(Arc::clone(&relay)),
             relay,
         }
@@ -171,9 +184,13 @@ impl Timer {
     pub(crate) fn set(&mut self, deadline: Instant) {
         // A moved deadline is looked at again.
         self.waiting = None;
-        let runtime = tokio::runtime::Handle::current().id();
+        // Outside any runtime (a stream read on a plain thread), the timer
+        // it has goes on serving, as a tokio `Sleep` does.
+        let current = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|handle| handle.id());
         if let Some(kept) = &mut self.kept
-            && kept.runtime == runtime
+            && current.is_none_or(|runtime| runtime == kept.runtime)
         {
             kept.sleep.as_mut().reset(deadline);
             return;
@@ -181,7 +198,7 @@ impl Timer {
         // Another runtime's (the request's stream was moved): it goes back,
         // for that runtime's requests.
         self.give_back();
-        let taken = self.home.as_ref().and_then(|home| home.take(runtime));
+        let taken = current.and_then(|runtime| self.home.as_ref()?.take(runtime));
         self.kept = Some(match taken {
             Some(mut kept) => {
                 kept.sleep.as_mut().reset(deadline);
@@ -367,8 +384,12 @@ mod tests {
         due(&mut later).await;
         assert_eq!(started.elapsed(), Duration::from_secs(5));
         // One that fired is dropped, not kept.
+        let waiting = registered(&timers, Duration::from_secs(60));
         drop(later);
         assert_eq!(kept(&timers), 0);
+        drop(waiting);
+        assert_eq!(kept(&timers), 1);
+        drop(timers.timer());
 
         // Moved earlier: due then.
         drop(registered(&timers, Duration::from_secs(300)));
@@ -461,6 +482,34 @@ mod tests {
         assert_eq!(kept(&timers), 1, "the ended runtime's timer is kept");
         // Dropping the rest, from no runtime, is fine.
         drop(timers);
+    }
+
+    #[test]
+    fn timers_of_a_runtime_that_ended_go_even_behind_a_living_ones() {
+        let timers = Arc::new(Timers::default());
+        let living = runtime();
+        living.block_on(async { drop(registered(&timers, Duration::from_secs(60))) });
+        runtime().block_on(async { drop(registered(&timers, Duration::from_secs(60))) });
+        assert_eq!(kept(&timers), 2);
+        runtime().block_on(async {
+            drop(registered(&timers, Duration::from_secs(60)));
+            assert_eq!(kept(&timers), 2, "the ended runtime's timer is kept");
+        });
+        // The living runtime's is still there for it.
+        living.block_on(async {
+            let _timer = registered(&timers, Duration::from_secs(60));
+            assert_eq!(kept(&timers), 1);
+        });
+    }
+
+    #[test]
+    fn a_timer_set_again_outside_any_runtime_goes_on() {
+        let timers = Arc::new(Timers::default());
+        let home = runtime();
+        let mut timer = home.block_on(async { registered(&timers, Duration::from_secs(60)) });
+        // A stream read on a plain thread for a while.
+        timer.set_after(Duration::from_millis(20));
+        home.block_on(due(&mut timer));
     }
 
     #[test]
