@@ -16,7 +16,6 @@
 //! nothing; so finished requests leave their timers registered, for the
 //! next requests.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
@@ -29,12 +28,11 @@ use tokio::time::{Instant, Sleep};
 /// their runtimes, for its next requests.
 #[derive(Default)]
 pub(crate) struct Timers {
-    /// Oldest first.
-    kept: Mutex<VecDeque<Kept>>,
+    kept: Mutex<Vec<Kept>>,
 }
 
 /// Timers kept at most, per endpoint: more than most programs have
-/// requests under way at once; past it, the oldest is dropped.
+/// requests under way at once; past it, the ones handed back are dropped.
 const KEEP: usize = 64;
 
 /// A deadline from now that is never reached: where `now + wait`
@@ -54,34 +52,29 @@ impl Timers {
     /// A kept timer of `runtime`, if there is one: the one kept last, the
     /// likeliest to be in the cache still.
     fn take(&self, runtime: Id) -> Option<Kept> {
-        let ended = {
-            let mut kept = lock(&self.kept);
-            if let Some(at) = kept.iter().rposition(|timer| timer.runtime == runtime) {
-                return kept.remove(at);
-            }
-            // None of this runtime's: the others' that fired go, as those of
-            // a runtime that ended did (each would keep that runtime's
-            // driver, and its files, open). Looked for only here, where a
-            // program with one runtime never comes while timers are kept.
-            let (ended, living) = std::mem::take(&mut *kept)
-                .into_iter()
-                .partition::<Vec<Kept>, _>(|timer| timer.sleep.is_elapsed());
-            *kept = living.into();
-            ended
-        };
-        // Dropped outside the lock: each takes its runtime's timer lock.
-        drop(ended);
+        let mut kept = lock(&self.kept);
+        if let Some(at) = kept.iter().rposition(|timer| timer.runtime == runtime) {
+            return Some(kept.swap_remove(at));
+        }
+        // None of this runtime's: the others' that fired go, as those of a
+        // runtime that ended did (each would keep that runtime's driver, and
+        // its files, open). Looked for only here, where a program with one
+        // runtime never comes while timers are kept. (Dropping one takes
+        // its runtime's timer lock, which is never held while this one is
+        // taken.)
+        kept.retain(|timer| !timer.sleep.is_elapsed());
         None
     }
 
     fn keep(&self, timer: Kept) {
-        let dropped = {
-            let mut kept = lock(&self.kept);
-            kept.push_back(timer);
-            (kept.len() > KEEP).then(|| kept.pop_front()).flatten()
-        };
+        let mut kept = lock(&self.kept);
+        if kept.len() < KEEP {
+            kept.push(timer);
+            return;
+        }
+        drop(kept);
         // Dropped outside the lock: it takes the runtime's timer lock.
-        drop(dropped);
+        drop(timer);
     }
 }
 
