@@ -51,6 +51,7 @@ pub mod mcp;
 pub mod message;
 pub mod policy;
 pub mod provider;
+mod relay;
 #[cfg(feature = "schedule")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
 pub mod schedule;

@@ -2,11 +2,13 @@
 //! told by a flag rather than by the token.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Wake, Waker};
 
 use tokio_util::sync::WaitForCancellationFuture;
+
+use crate::relay::Relay;
 
 /// Watches a cancellation for a task that waits on something else (a
 /// model's answer) and looks at the cancellation each time that wait is
@@ -31,7 +33,7 @@ struct Armed {
 #[derive(Default)]
 struct Bell {
     rung: AtomicBool,
-    task: Mutex<Option<Waker>>,
+    task: Relay,
 }
 
 impl Wake for Bell {
@@ -41,12 +43,7 @@ impl Wake for Bell {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.rung.store(true, Ordering::Release);
-        // Woken outside the lock: a waker may poll the task in place, and
-        // that poll may take the lock to store another waker.
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(task) = task {
-            task.wake();
-        }
+        self.task.wake_task();
     }
 }
 
@@ -85,7 +82,7 @@ impl Alarm {
                 task: task.clone(),
             }),
         };
-        *armed.bell.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+        armed.bell.task.set(Some(task));
         // Registered once with the bell, which stays the same; the poll
         // after a change of task only sees whether it finished meanwhile.
         let bell = Waker::from(Arc::clone(&armed.bell));

@@ -18,11 +18,13 @@
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::runtime::Id;
 use tokio::time::{Instant, Sleep};
+
+use crate::relay::Relay;
 
 /// The timers an endpoint's finished requests left, still registered with
 /// their runtimes, for its next requests.
@@ -104,35 +106,6 @@ impl Kept {
             sleep,
             waker: Waker::from(Arc::clone(&relay)),
             relay,
-        }
-    }
-}
-
-/// Passes a kept timer's wake-up on to the task waiting on it. The timer
-/// itself only ever holds the relay's waker, so a request that is done
-/// leaves no task's waker (nor, through it, the task's memory) in a timer
-/// it handed back.
-#[derive(Default)]
-struct Relay(Mutex<Option<Waker>>);
-
-impl Relay {
-    fn set(&self, waker: Option<Waker>) {
-        let old = std::mem::replace(&mut *lock(&self.0), waker);
-        // Dropped after the lock: a task's last waker frees the task, and
-        // that is no work to hold the lock for.
-        drop(old);
-    }
-}
-
-impl Wake for Relay {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        let waiting = lock(&self.0).clone();
-        if let Some(waker) = waiting {
-            waker.wake();
         }
     }
 }
@@ -331,6 +304,8 @@ impl IdleTimer {
 
 #[cfg(test)]
 mod tests {
+    use std::task::Wake;
+
     use super::*;
 
     /// Waits until `timer` is due, failing if it isn't within an hour.
