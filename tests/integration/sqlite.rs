@@ -35,6 +35,12 @@ impl Drop for TempDir {
     }
 }
 
+/// The texts of `conversation`'s messages, as `store` loads them.
+async fn texts(store: &SqliteHistory, conversation: &str) -> Vec<String> {
+    let messages = store.load(conversation).await.unwrap();
+    messages.iter().map(Message::text).collect()
+}
+
 #[tokio::test]
 async fn every_part_type_round_trips() {
     let dir = TempDir::new("roundtrip");
@@ -157,13 +163,7 @@ async fn truncate_forgets_the_tail_searches_included_and_keeps_appending_in_orde
         .append("ops", &[Message::user("and the logs?")])
         .await
         .unwrap();
-    let texts: Vec<String> = store
-        .load("ops")
-        .await
-        .unwrap()
-        .iter()
-        .map(Message::text)
-        .collect();
+    let texts = texts(&store, "ops").await;
     assert_eq!(
         texts,
         ["check the backup", "The backup is fine.", "and the logs?"]
@@ -579,13 +579,7 @@ async fn many_conversations_append_concurrently() {
     });
     futures_util::future::join_all(writes).await;
     assert_eq!(store.list().await.unwrap().len(), 50);
-    let texts: Vec<String> = store
-        .load("c7")
-        .await
-        .unwrap()
-        .iter()
-        .map(Message::text)
-        .collect();
+    let texts = texts(&store, "c7").await;
     assert_eq!(texts, ["m0", "m1", "m2", "m3", "m4"]);
     let _ = Duration::ZERO;
 }
@@ -816,13 +810,7 @@ async fn close_folds_the_log_into_the_file_once_the_last_handle_closes() {
     let moved = dir.file("moved.db");
     std::fs::rename(&path, &moved).unwrap();
     let reopened = SqliteHistory::open(&moved).await.unwrap();
-    let texts: Vec<String> = reopened
-        .load("a")
-        .await
-        .unwrap()
-        .iter()
-        .map(Message::text)
-        .collect();
+    let texts = texts(&reopened, "a").await;
     assert_eq!(texts, ["written before close", "written by the clone"]);
     assert!(reopened.close().await.unwrap());
 }
