@@ -315,7 +315,7 @@ impl<D: Dialect> Http<D> {
         let mut timer = endpoint.timer();
         let (response, tap) = endpoint
             .send(
-                reqwest::Method::POST,
+                http::Method::POST,
                 &self.chat,
                 Some(body),
                 read_timeout,
@@ -324,7 +324,7 @@ impl<D: Dialect> Http<D> {
             .await
             .map_err(|e| self.dialect.explain(e))?;
         Ok(Frames::new(
-            response.bytes_stream(),
+            http_body_util::BodyDataStream::new(response.into_body()),
             self.dialect.framing(),
             self.dialect.decoder(),
             Arc::clone(self.chat.shown()),

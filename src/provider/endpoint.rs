@@ -14,9 +14,12 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use http_body_util::BodyExt as _;
 use serde_json::Value;
 
+use super::client::{Client, RequestBody, Response, live};
 use super::http::{
     CONNECT_TIMEOUT, READ_TIMEOUT, build_client, error_message, redact, retry_after,
     transport_error,
@@ -36,6 +39,9 @@ pub enum KeyHeader {
     /// The key alone, in the header of this (lowercase) name, e.g. `x-api-key`.
     Named(&'static str),
 }
+
+/// The `User-Agent` of every request, unless the caller's headers name one.
+const USER_AGENT_VALUE: &str = concat!("ferrobot/", env!("CARGO_PKG_VERSION"));
 
 /// How long health probes wait, in all.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -70,7 +76,7 @@ pub struct Endpoint {
     retry: RetryPolicy,
     connect_timeout: Duration,
     read_timeout: Duration,
-    client: Result<reqwest::Client, String>,
+    client: Result<Client, String>,
     /// A setter's input that can't be used (a header no HTTP can carry);
     /// every request fails with it, so that it is not silently dropped.
     problem: Option<String>,
@@ -126,9 +132,9 @@ fn is_credential(name: &HeaderName) -> bool {
 /// and as messages show it (without `user:password@`).
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
-    url: Result<reqwest::Url, String>,
+    url: Result<Uri, String>,
     /// `Authorization: Basic …` from the URL's `user:password@`, which is
-    /// taken out of the URL (as reqwest's request builder does): a server
+    /// taken out of the URL (as browsers and curl do): a server
     /// behind a proxy with basic authentication. A key's header wins.
     basic: Option<HeaderValue>,
     shown: Arc<str>,
@@ -145,7 +151,9 @@ impl Target {
             ))
         };
         let mut basic = None;
-        let url = match reqwest::Url::parse(url) {
+        // Parsed as browsers do (international names, spaces and other
+        // characters a URI can't hold encoded), then as the URI requests name.
+        let url = match url::Url::parse(url) {
             Ok(url) if !matches!(url.scheme(), "http" | "https") => unusable(format!(
                 "its scheme `{}` is not http or https",
                 url.scheme()
@@ -153,7 +161,9 @@ impl Target {
             Ok(url) if !url.has_host() => unusable("it names no host".to_owned()),
             Ok(mut url) => {
                 basic = basic_auth(&mut url);
-                Ok(url)
+                url.as_str()
+                    .parse::<Uri>()
+                    .or_else(|e| unusable(e.to_string()))
             }
             Err(e) => unusable(e.to_string()),
         };
@@ -168,7 +178,7 @@ impl Target {
 
 /// The `Authorization: Basic` header of `url`'s user and password, which
 /// are taken out of it; `None` when it has neither.
-fn basic_auth(url: &mut reqwest::Url) -> Option<HeaderValue> {
+fn basic_auth(url: &mut url::Url) -> Option<HeaderValue> {
     use base64::Engine as _;
     let decoded = |text: &str| {
         percent_encoding::percent_decode_str(text)
@@ -341,13 +351,13 @@ impl Endpoint {
 
     /// The recorded answer to `wire`, when a replay hook has one.
     #[cfg(feature = "cassette")]
-    fn replayed(&self, wire: &WireRequest<'_>) -> Option<Result<reqwest::Response, ProviderError>> {
+    fn replayed(&self, wire: &WireRequest<'_>) -> Option<Result<Response, ProviderError>> {
         let answer = self.replay.as_ref()?.respond(wire)?;
         Some(answer.map(replayed_response))
     }
 
     #[cfg(not(feature = "cassette"))]
-    fn replayed(&self, _: &WireRequest<'_>) -> Option<Result<reqwest::Response, ProviderError>> {
+    fn replayed(&self, _: &WireRequest<'_>) -> Option<Result<Response, ProviderError>> {
         None
     }
 
@@ -383,7 +393,7 @@ impl Endpoint {
         if let Some(key) = &self.key {
             let (name, value) = match self.key_header {
                 KeyHeader::Bearer => (
-                    reqwest::header::AUTHORIZATION,
+                    AUTHORIZATION,
                     HeaderValue::from_str(&format!("Bearer {key}")),
                 ),
                 KeyHeader::Named(name) => {
@@ -415,12 +425,12 @@ impl Endpoint {
     /// receives goes to the observer, if any.
     pub(crate) async fn send(
         &self,
-        method: reqwest::Method,
+        method: Method,
         target: &Target,
         body: Option<Bytes>,
         wait: Duration,
         timer: &mut Timer,
-    ) -> Result<(reqwest::Response, Option<Tap>), ProviderError> {
+    ) -> Result<(Response, Option<Tap>), ProviderError> {
         let client = self
             .client
             .as_ref()
@@ -443,9 +453,9 @@ impl Endpoint {
         // The URL's own credentials, unless the key took the header (not
         // shown to observers, as they never were).
         if let Some(basic) = &target.basic
-            && !map.contains_key(reqwest::header::AUTHORIZATION)
+            && !map.contains_key(AUTHORIZATION)
         {
-            map.insert(reqwest::header::AUTHORIZATION, basic.clone());
+            map.insert(AUTHORIZATION, basic.clone());
         }
         let wire = WireRequest {
             method: method.as_str(),
@@ -461,21 +471,29 @@ impl Endpoint {
         let sent = match self.replayed(&wire) {
             Some(answer) => answer,
             None => {
-                // The request built whole, from the URL parsed once: not
-                // through `RequestBuilder`, which parses it again and merges
-                // the headers one by one.
-                let mut request = reqwest::Request::new(method, url.clone());
+                // What every client sends, unless the caller's headers say
+                // otherwise (not shown to observers, as they never were).
+                map.entry(USER_AGENT)
+                    .or_insert(HeaderValue::from_static(USER_AGENT_VALUE));
+                map.entry(ACCEPT).or_insert(HeaderValue::from_static("*/*"));
+                if let Some(proxy) = client.proxy_authorization(url) {
+                    map.insert(http::header::PROXY_AUTHORIZATION, proxy);
+                }
+                let mut request = http::Request::new(RequestBody::new(body.unwrap_or_default()));
+                *request.method_mut() = method;
+                *request.uri_mut() = url.clone();
                 *request.headers_mut() = map;
-                *request.body_mut() = body.map(reqwest::Body::from);
                 timer.set_after(wait);
-                let mut executing = std::pin::pin!(client.execute(request));
+                let mut executing = std::pin::pin!(client.request(request));
                 // The request first, as `tokio::time::timeout` does.
                 let head = std::future::poll_fn(|cx| match executing.as_mut().poll(cx) {
                     Poll::Ready(result) => Poll::Ready(Some(result)),
                     Poll::Pending => timer.poll_elapsed(cx).map(|()| None),
                 });
                 match head.await {
-                    Some(result) => result.map_err(|e| transport_error(shown_url, wait, e)),
+                    Some(result) => result
+                        .map(live)
+                        .map_err(|e| transport_error(shown_url, wait, e)),
                     None => Err(ProviderError::Timeout {
                         endpoint: shown_url.to_string(),
                         after: wait,
@@ -514,18 +532,14 @@ impl Endpoint {
     /// The error an answer with an error status makes: the server's message
     /// from its body, read whole within `wait` (a server that sends the head
     /// and stalls still has its status reported).
-    async fn refused(
-        &self,
-        response: reqwest::Response,
-        tap: Option<Tap>,
-        wait: Duration,
-    ) -> ProviderError {
+    async fn refused(&self, response: Response, tap: Option<Tap>, wait: Duration) -> ProviderError {
         let status = response.status();
         let retry_after = retry_after(response.headers());
-        let body = tokio::time::timeout(wait, response.bytes())
+        let body = tokio::time::timeout(wait, response.into_body().collect())
             .await
             .ok()
             .and_then(Result::ok)
+            .map(|body| body.to_bytes())
             .unwrap_or_default();
         // Some servers quote the key they refused: it goes no further.
         let body = self.without_key(&String::from_utf8_lossy(&body));
@@ -557,8 +571,7 @@ impl Endpoint {
     /// seconds), `Status` with the server's message, or `Decode` when the
     /// answer is not JSON.
     pub async fn get_json(&self, url: &str) -> Result<Value, ProviderError> {
-        self.json(reqwest::Method::GET, url, None, METADATA_TIMEOUT)
-            .await
+        self.json(Method::GET, url, None, METADATA_TIMEOUT).await
     }
 
     /// POSTs `body` as JSON to `url` (with the key and headers) and reads the
@@ -568,13 +581,13 @@ impl Endpoint {
     /// As [`get_json`](Self::get_json).
     pub async fn post_json(&self, url: &str, body: &Value) -> Result<Value, ProviderError> {
         let body = Bytes::from(body.to_string());
-        self.json(reqwest::Method::POST, url, Some(body), METADATA_TIMEOUT)
+        self.json(Method::POST, url, Some(body), METADATA_TIMEOUT)
             .await
     }
 
     async fn json(
         &self,
-        method: reqwest::Method,
+        method: Method,
         url: &str,
         body: Option<Bytes>,
         wait: Duration,
@@ -585,7 +598,11 @@ impl Endpoint {
             let (response, tap) = self
                 .send(method, &target, body, wait, &mut self.timer())
                 .await?;
-            let bytes = response.bytes().await;
+            let bytes = response
+                .into_body()
+                .collect()
+                .await
+                .map(|body| body.to_bytes());
             if let (Some(tap), Ok(bytes)) = (&tap, &bytes) {
                 tap.chunk(bytes);
             }
@@ -690,15 +707,16 @@ fn unhealthy(started: Instant, error: &ProviderError) -> Health {
 #[cfg(feature = "cassette")]
 /// A recorded answer as the response the network would have given: the
 /// dialect's decoder reads it as it read the real one, piece by piece.
-fn replayed_response(answer: Replayed) -> reqwest::Response {
+fn replayed_response(answer: Replayed) -> Response {
     use futures_util::StreamExt as _;
     let pieces = futures_util::stream::iter(answer.chunks).then(|(pause, bytes)| async move {
         if !pause.is_zero() {
             tokio::time::sleep(pause).await;
         }
-        Ok::<_, std::io::Error>(bytes)
+        Ok(hyper::body::Frame::data(bytes))
     });
-    let mut response = ::http::Response::new(reqwest::Body::wrap_stream(pieces));
+    let body: super::client::Recorded = http_body_util::StreamBody::new(pieces.boxed());
+    let mut response = ::http::Response::new(http_body_util::Either::Right(body));
     *response.status_mut() =
         ::http::StatusCode::from_u16(answer.status).unwrap_or(::http::StatusCode::BAD_GATEWAY);
     for (name, value) in answer.headers {
@@ -709,7 +727,7 @@ fn replayed_response(answer: Replayed) -> reqwest::Response {
             response.headers_mut().append(name, value);
         }
     }
-    reqwest::Response::from(response)
+    response
 }
 
 /// Headers as observers see them, credentials redacted.
@@ -761,5 +779,132 @@ impl Tap {
 impl Drop for Tap {
     fn drop(&mut self) {
         self.end(Outcome::Abandoned);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hyper_util::client::proxy::matcher::Matcher;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::net::TcpListener;
+    use tokio::task::JoinHandle;
+
+    use super::*;
+
+    /// An endpoint whose client goes through the proxies `proxies` names,
+    /// as one made where the environment names them.
+    fn proxied(proxies: Matcher) -> Endpoint {
+        let mut endpoint = Endpoint::new("http://unused.invalid", KeyHeader::Bearer, &[]);
+        let tls = crate::tls::client_config().expect("TLS set-up");
+        endpoint.client = Ok(Client::with_proxies(
+            CONNECT_TIMEOUT,
+            tls,
+            Some(Arc::new(proxies)),
+        ));
+        endpoint
+    }
+
+    /// A server on loopback that reads one request's head, answers
+    /// `answer` and closes; its address and, once it answered, the head.
+    async fn server(answer: &'static str) -> (String, JoinHandle<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        let head = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let mut head = Vec::new();
+            let mut buf = [0; 1024];
+            while !head.ends_with(b"\r\n\r\n") {
+                let read = socket.read(&mut buf).await.expect("read");
+                if read == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buf[..read]);
+            }
+            socket.write_all(answer.as_bytes()).await.expect("write");
+            String::from_utf8(head).expect("a text head")
+        });
+        (address, head)
+    }
+
+    const LISTED: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"data\":[]}";
+
+    #[tokio::test]
+    async fn an_http_server_is_asked_for_through_the_proxy_by_its_whole_url() {
+        let (proxy, head) = server(LISTED).await;
+        let endpoint = proxied(
+            Matcher::builder()
+                .all(format!("http://me:s%40id@{proxy}"))
+                .build(),
+        );
+        let answer = endpoint
+            .get_json("http://model.invalid:8080/v1/models")
+            .await
+            .expect("the proxy's answer");
+        assert_eq!(answer, serde_json::json!({"data": []}));
+        let head = head.await.expect("the proxy saw the request");
+        assert!(
+            head.starts_with("GET http://model.invalid:8080/v1/models HTTP/1.1\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("\r\nhost: model.invalid:8080\r\n"), "{head}");
+        // me:s@id
+        assert!(
+            head.contains("\r\nproxy-authorization: Basic bWU6c0BpZA==\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("\r\nuser-agent: ferrobot/"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn an_https_server_is_reached_through_a_tunnel_the_proxy_opens() {
+        let (proxy, head) =
+            server("HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n").await;
+        let endpoint = proxied(
+            Matcher::builder()
+                .all(format!("http://me:pw@{proxy}"))
+                .build(),
+        );
+        let error = endpoint
+            .get_json("https://model.invalid/v1/models")
+            .await
+            .expect_err("the proxy refused the tunnel");
+        assert!(
+            matches!(&error, ProviderError::Connect { endpoint, .. } if endpoint == "https://model.invalid/v1/models"),
+            "{error:?}"
+        );
+        assert!(
+            error.chain().contains("proxy authorization required"),
+            "{}",
+            error.chain()
+        );
+        let head = head.await.expect("the proxy saw the tunnel asked for");
+        assert!(
+            head.starts_with("CONNECT model.invalid:443 HTTP/1.1\r\n"),
+            "{head}"
+        );
+        // (The tunnel's request writes its header names capitalised.)
+        assert!(
+            head.contains("\r\nProxy-Authorization: Basic bWU6cHc=\r\n"),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_the_proxy_list_leaves_out_is_reached_directly() {
+        let (server, head) = server(LISTED).await;
+        let endpoint = proxied(
+            Matcher::builder()
+                .all("http://127.0.0.1:9".to_owned())
+                .no("127.0.0.1".to_owned())
+                .build(),
+        );
+        let answer = endpoint
+            .get_json(&format!("http://{server}/v1/models"))
+            .await
+            .expect("the server's own answer");
+        assert_eq!(answer, serde_json::json!({"data": []}));
+        let head = head.await.expect("the server saw the request");
+        assert!(head.starts_with("GET /v1/models HTTP/1.1\r\n"), "{head}");
+        assert!(!head.contains("proxy-authorization"), "{head}");
     }
 }

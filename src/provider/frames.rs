@@ -357,9 +357,10 @@ fn utf8(bytes: &[u8]) -> Result<&str, ProviderError> {
     })
 }
 
-impl<S, D: Decode> Stream for Frames<S, D>
+impl<S, E, D: Decode> Stream for Frames<S, D>
 where
-    S: Stream<Item = reqwest::Result<Bytes>> + Unpin,
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: Into<crate::BoxError>,
 {
     type Item = Result<StreamEvent, ProviderError>;
 
@@ -457,7 +458,7 @@ mod tests {
     /// The texts of a body read in one piece, checking that no decoded
     /// event waits while the caller takes one.
     async fn one_read(framing: Framing, body: String) -> Vec<String> {
-        let read: reqwest::Result<Bytes> = Ok(Bytes::from(body));
+        let read: Result<Bytes, std::io::Error> = Ok(Bytes::from(body));
         let mut frames = Frames::new(
             futures_util::stream::iter([read]),
             framing,

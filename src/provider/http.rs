@@ -12,8 +12,10 @@ use futures_util::stream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::client::Client;
 use super::staged::Item;
 use super::{EventStream, ProviderError, RetryPolicy};
+use crate::BoxError;
 
 /// The events of one request under `retry`: the encoded `body` (or the error
 /// encoding it) sent by `connect` on each try, until a try streams its first
@@ -33,7 +35,7 @@ where
         Err(e) => return stream::iter([Err(e)]).boxed(),
     };
     retry.attempts(cancel, move || {
-        // Boxed where it is made: the request's future (reqwest's, under
+        // Boxed where it is made: the request's future (hyper's, under
         // the time-out, under the dialect's) is large, and each layer of
         // the retry stage would otherwise copy it again.
         let connecting = Box::pin(connect(body.clone()));
@@ -46,13 +48,16 @@ where
     })
 }
 
+/// What a failed connection or read is: a time-out (the connection's,
+/// reported as `read_timeout`, the wait of the step that failed) or a
+/// failure to reach the server.
 pub(crate) fn transport_error(
     endpoint: &str,
     read_timeout: Duration,
-    e: reqwest::Error,
+    e: impl Into<BoxError>,
 ) -> ProviderError {
-    let e = e.without_url();
-    if e.is_timeout() {
+    let e = e.into();
+    if timed_out(&*e) {
         ProviderError::Timeout {
             endpoint: endpoint.to_owned(),
             after: read_timeout,
@@ -60,9 +65,24 @@ pub(crate) fn transport_error(
     } else {
         ProviderError::Connect {
             endpoint: endpoint.to_owned(),
-            source: Box::new(e),
+            source: e,
         }
     }
+}
+
+/// Whether `error` or one of its causes is an I/O time-out.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// The URL without `user:password@`, for messages and logs.
@@ -103,9 +123,9 @@ pub(crate) fn error_message(body: &str) -> String {
     })
 }
 
-/// The HTTP client. The read time-out is kept by ferrobot, not reqwest:
-/// reqwest re-arms a timer for every body frame, which cost a streamed turn
-/// more than parsing it did; each dialect re-arms its own only when it fires.
+/// The HTTP client ([`Client`]). The read time-out is kept by the
+/// dialects, each re-arming its timer only when it fires, not for every
+/// body frame (which cost a streamed turn more than parsing it did).
 ///
 /// One client per connect time-out is shared by the providers built in one
 /// Tokio runtime: each client reads the system's root certificates (some
@@ -117,13 +137,12 @@ pub(crate) fn error_message(body: &str) -> String {
 /// opened it, and fails once that runtime is gone ("dispatch task is
 /// gone"), as in a test suite where each test has its runtime and a later
 /// server gets an earlier one's port.
-pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String> {
+pub(crate) fn build_client(connect: Duration) -> Result<Client, String> {
     /// Clients kept at most: a program has one runtime or a few; a test
     /// suite has one per test, long gone.
     const KEPT: usize = 16;
     type Key = (Duration, Option<tokio::runtime::Id>);
-    static SHARED: std::sync::Mutex<Vec<(Key, reqwest::Client)>> =
-        std::sync::Mutex::new(Vec::new());
+    static SHARED: std::sync::Mutex<Vec<(Key, Client)>> = std::sync::Mutex::new(Vec::new());
     let key = (
         connect,
         tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
@@ -135,18 +154,13 @@ pub(crate) fn build_client(connect: Duration) -> Result<reqwest::Client, String>
     if shared.len() == KEPT {
         shared.remove(0);
     }
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(crate::tls::client_config()?)
-        .connect_timeout(connect)
-        .user_agent(concat!("ferrobot/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| format!("could not build the HTTP client: {e}"))?;
+    let client = Client::new(connect, crate::tls::client_config()?);
     shared.push((key, client.clone()));
     Ok(client)
 }
 
 /// `retry-after-ms` (`OpenAI`), else `Retry-After` in seconds or as an HTTP date.
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
     let header = |name: &str| {
         headers
             .get(name)

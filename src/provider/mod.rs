@@ -28,6 +28,8 @@
 mod anthropic;
 pub(crate) mod assemble;
 #[cfg(feature = "__http")]
+mod client;
+#[cfg(feature = "__http")]
 #[cfg_attr(
     docsrs,
     doc(cfg(any(
