@@ -23,7 +23,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Uri};
+use http::header::{PROXY_AUTHORIZATION, USER_AGENT};
+use http::uri::Scheme;
+use http::{HeaderMap, HeaderValue, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -36,6 +38,9 @@ use rustls::ClientConfig;
 use tokio::net::TcpStream;
 
 use crate::BoxError;
+
+/// The `User-Agent` of every request, unless the caller's headers name one.
+pub(crate) const USER_AGENT_VALUE: &str = concat!("ferrobot/", env!("CARGO_PKG_VERSION"));
 
 /// A request's body: the encoded JSON, or nothing.
 pub(crate) type RequestBody = Full<Bytes>;
@@ -89,14 +94,32 @@ impl Client {
     ) -> Self {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
+        // Each address's own try; `Connector` bounds the whole connection.
         http.set_connect_timeout(Some(connect));
         // As reqwest and curl: a request's last bytes go out at once.
         http.set_nodelay(true);
+        // As reqwest: a pooled connection whose peer went away (a server
+        // restarted, a NAT that forgot the flow) is found out within a
+        // minute, not by the next request's time-out.
+        http.set_keepalive(Some(Duration::from_secs(15)));
+        http.set_keepalive_interval(Some(Duration::from_secs(15)));
+        http.set_keepalive_retries(Some(3));
+        #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+        http.set_tcp_user_timeout(Some(Duration::from_secs(30)));
+        // A proxy's own TLS offers no protocol by ALPN: what is asked of
+        // it (`CONNECT`) is HTTP/1.1 whatever the server behind speaks.
+        let to_proxy = proxies.is_some().then(|| {
+            let mut plain = tls.clone();
+            plain.alpn_protocols.clear();
+            HttpsConnector::from((http.clone(), Arc::new(plain)))
+        });
         let tls = Arc::new(tls);
         let connector = Connector {
             direct: HttpsConnector::from((http, Arc::clone(&tls))),
+            to_proxy,
             tls,
             proxies: proxies.clone(),
+            connect,
         };
         let hyper = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             // Idle connections close after 90 s, as reqwest's.
@@ -119,7 +142,7 @@ impl Client {
     /// it (an `https` one's tunnel carries them instead).
     pub(crate) fn proxy_authorization(&self, url: &Uri) -> Option<HeaderValue> {
         let proxies = self.proxies.as_ref()?;
-        if url.scheme() != Some(&http::uri::Scheme::HTTP) {
+        if url.scheme() != Some(&Scheme::HTTP) {
             return None;
         }
         proxies.intercept(url)?.basic_auth().cloned()
@@ -148,16 +171,21 @@ fn proxies_from_env() -> Option<Arc<Matcher>> {
 #[derive(Clone)]
 pub(crate) struct Connector {
     direct: HttpsConnector<HttpConnector>,
+    /// To the proxies (`Some` where there are any).
+    to_proxy: Option<HttpsConnector<HttpConnector>>,
     tls: Arc<ClientConfig>,
     proxies: Option<Arc<Matcher>>,
+    /// How long opening a connection may take in all: the name's lookup,
+    /// the TCP connection, the proxy's tunnel and the TLS handshake.
+    connect: Duration,
 }
 
-type Connecting = Pin<Box<dyn Future<Output = Result<Conn, BoxError>> + Send>>;
+type Connecting = Pin<Box<dyn Future<Output = Result<Io, BoxError>> + Send>>;
 
 impl tower_service::Service<Uri> for Connector {
     type Response = Conn;
     type Error = BoxError;
-    type Future = Connecting;
+    type Future = Pin<Box<dyn Future<Output = Result<Conn, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         // Connectors made per call are always ready, as `HttpConnector` is.
@@ -165,28 +193,53 @@ impl tower_service::Service<Uri> for Connector {
     }
 
     fn call(&mut self, server: Uri) -> Self::Future {
+        let connect = self.connect;
         let proxy = self
             .proxies
             .as_ref()
             .and_then(|proxies| proxies.intercept(&server));
-        let Some(proxy) = proxy else {
-            let connecting = self.direct.call(server);
-            return Box::pin(async move { Ok(Conn::new(Io::Direct(connecting.await?), false)) });
-        };
-        if server.scheme() == Some(&http::uri::Scheme::HTTPS) {
-            // TLS to the server inside a tunnel through the proxy (itself
-            // reached over TLS when its URL is `https`).
-            let mut tunnel = Tunnel::new(proxy.uri().clone(), self.direct.clone());
-            if let Some(auth) = proxy.basic_auth() {
-                tunnel = tunnel.with_auth(auth.clone());
+        let to_proxy = self.to_proxy.as_mut();
+        let (connecting, proxied): (Connecting, bool) = match (proxy, to_proxy) {
+            (Some(proxy), Some(to_proxy)) if server.scheme() == Some(&Scheme::HTTPS) => {
+                // TLS to the server inside a tunnel through the proxy
+                // (itself reached over TLS when its URL is `https`).
+                let mut headers = HeaderMap::new();
+                headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+                if let Some(auth) = proxy.basic_auth() {
+                    headers.insert(PROXY_AUTHORIZATION, auth.clone());
+                }
+                let tunnel =
+                    Tunnel::new(proxy.uri().clone(), to_proxy.clone()).with_headers(headers);
+                let tunneled = HttpsConnector::from((tunnel, Arc::clone(&self.tls))).call(server);
+                let connecting = async move { Ok(Io::Secure(Box::new(tunneled.await?))) };
+                (Box::pin(connecting), false)
             }
-            let mut tls = HttpsConnector::from((tunnel, Arc::clone(&self.tls)));
-            let connecting = tls.call(server);
-            return Box::pin(async move { Ok(Conn::new(Io::Tunneled(connecting.await?), false)) });
-        }
-        // The proxy is asked for the server's absolute URL.
-        let connecting = self.direct.call(proxy.uri().clone());
-        Box::pin(async move { Ok(Conn::new(Io::Direct(connecting.await?), true)) })
+            // The proxy is asked for the server's absolute URL.
+            (Some(proxy), Some(to_proxy)) => {
+                let connecting = to_proxy.call(proxy.uri().clone());
+                (
+                    Box::pin(async move { Ok(Io::from(connecting.await?)) }),
+                    true,
+                )
+            }
+            _ => {
+                let connecting = self.direct.call(server);
+                (
+                    Box::pin(async move { Ok(Io::from(connecting.await?)) }),
+                    false,
+                )
+            }
+        };
+        Box::pin(async move {
+            // As reqwest: a server that takes the connection and never
+            // finishes its handshake fails the request within `connect`.
+            match tokio::time::timeout(connect, connecting).await {
+                Ok(io) => Ok(Conn { io: io?, proxied }),
+                Err(_) => {
+                    Err(io::Error::new(io::ErrorKind::TimedOut, "connecting timed out").into())
+                }
+            }
+        })
     }
 }
 
@@ -197,13 +250,11 @@ pub(crate) struct Conn {
     proxied: bool,
 }
 
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one a connection, kept in its task; the common one is the smaller"
-)]
+/// A connection's stream. TLS's is boxed: its state is a kilobyte, which
+/// every plain connection (each in its own task) would otherwise hold too.
 enum Io {
-    Direct(MaybeHttpsStream<TokioIo<TcpStream>>),
-    Tunneled(MaybeHttpsStream<MaybeHttpsStream<TokioIo<TcpStream>>>),
+    Plain(TokioIo<TcpStream>),
+    Secure(Box<dyn Stream>),
 }
 
 /// What a connection is read and written through.
@@ -211,15 +262,20 @@ trait Stream: Read + Write + Connection + Unpin + Send {}
 
 impl<T: Read + Write + Connection + Unpin + Send> Stream for T {}
 
-impl Conn {
-    fn new(io: Io, proxied: bool) -> Self {
-        Self { io, proxied }
+impl From<MaybeHttpsStream<TokioIo<TcpStream>>> for Io {
+    fn from(stream: MaybeHttpsStream<TokioIo<TcpStream>>) -> Self {
+        match stream {
+            MaybeHttpsStream::Http(tcp) => Io::Plain(tcp),
+            secure @ MaybeHttpsStream::Https(_) => Io::Secure(Box::new(secure)),
+        }
     }
+}
 
+impl Conn {
     fn stream(&mut self) -> Pin<&mut dyn Stream> {
         match &mut self.io {
-            Io::Direct(io) => Pin::new(io),
-            Io::Tunneled(io) => Pin::new(io),
+            Io::Plain(tcp) => Pin::new(tcp),
+            Io::Secure(stream) => Pin::new(&mut **stream),
         }
     }
 }
@@ -227,8 +283,8 @@ impl Conn {
 impl Connection for Conn {
     fn connected(&self) -> Connected {
         let connected = match &self.io {
-            Io::Direct(io) => io.connected(),
-            Io::Tunneled(io) => io.connected(),
+            Io::Plain(tcp) => tcp.connected(),
+            Io::Secure(stream) => stream.connected(),
         };
         connected.proxy(self.proxied)
     }
@@ -263,8 +319,8 @@ impl Write for Conn {
 
     fn is_write_vectored(&self) -> bool {
         match &self.io {
-            Io::Direct(io) => io.is_write_vectored(),
-            Io::Tunneled(io) => io.is_write_vectored(),
+            Io::Plain(tcp) => tcp.is_write_vectored(),
+            Io::Secure(stream) => stream.is_write_vectored(),
         }
     }
 

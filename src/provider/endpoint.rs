@@ -19,7 +19,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use http_body_util::BodyExt as _;
 use serde_json::Value;
 
-use super::client::{Client, RequestBody, Response, live};
+use super::client::{Client, RequestBody, Response, USER_AGENT_VALUE, live};
 use super::http::{
     CONNECT_TIMEOUT, READ_TIMEOUT, build_client, error_message, redact, retry_after,
     transport_error,
@@ -39,9 +39,6 @@ pub enum KeyHeader {
     /// The key alone, in the header of this (lowercase) name, e.g. `x-api-key`.
     Named(&'static str),
 }
-
-/// The `User-Agent` of every request, unless the caller's headers name one.
-const USER_AGENT_VALUE: &str = concat!("ferrobot/", env!("CARGO_PKG_VERSION"));
 
 /// How long health probes wait, in all.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -477,7 +474,8 @@ impl Endpoint {
                     .or_insert(HeaderValue::from_static(USER_AGENT_VALUE));
                 map.entry(ACCEPT).or_insert(HeaderValue::from_static("*/*"));
                 if let Some(proxy) = client.proxy_authorization(url) {
-                    map.insert(http::header::PROXY_AUTHORIZATION, proxy);
+                    map.entry(http::header::PROXY_AUTHORIZATION)
+                        .or_insert(proxy);
                 }
                 let mut request = http::Request::new(RequestBody::new(body.unwrap_or_default()));
                 *request.method_mut() = method;
@@ -535,7 +533,9 @@ impl Endpoint {
     async fn refused(&self, response: Response, tap: Option<Tap>, wait: Duration) -> ProviderError {
         let status = response.status();
         let retry_after = retry_after(response.headers());
-        let body = tokio::time::timeout(wait, response.into_body().collect())
+        let (head, body) = response.into_parts();
+        let headers = head.headers;
+        let body = tokio::time::timeout(wait, body.collect())
             .await
             .ok()
             .and_then(Result::ok)
@@ -547,9 +547,21 @@ impl Endpoint {
             tap.chunk(body.as_bytes());
             tap.end(Outcome::Complete);
         }
+        // A redirect is not followed (a request's body would go wherever a
+        // server said): it says where to point the base URL instead.
+        let moved = status
+            .is_redirection()
+            .then(|| response_location(&headers))
+            .flatten();
+        let message = match moved {
+            Some(to) => format!(
+                "the server redirects to {to}, and requests follow no redirects: set the base URL to where it points"
+            ),
+            None => error_message(&body),
+        };
         ProviderError::Status {
             status: status.as_u16(),
-            message: error_message(&body),
+            message,
             retry_after,
         }
     }
@@ -730,6 +742,12 @@ fn replayed_response(answer: Replayed) -> Response {
     response
 }
 
+/// A redirect's `Location`, without credentials.
+fn response_location(headers: &HeaderMap) -> Option<String> {
+    let location = headers.get(http::header::LOCATION)?.to_str().ok()?;
+    Some(redact(location).into_owned())
+}
+
 /// Headers as observers see them, credentials redacted.
 fn listed(headers: &HeaderMap) -> Vec<(String, String)> {
     headers
@@ -882,11 +900,11 @@ mod tests {
             head.starts_with("CONNECT model.invalid:443 HTTP/1.1\r\n"),
             "{head}"
         );
-        // (The tunnel's request writes its header names capitalised.)
         assert!(
-            head.contains("\r\nProxy-Authorization: Basic bWU6cHc=\r\n"),
+            head.contains("\r\nproxy-authorization: Basic bWU6cHc=\r\n"),
             "{head}"
         );
+        assert!(head.contains("\r\nuser-agent: ferrobot/"), "{head}");
     }
 
     #[tokio::test]
@@ -906,5 +924,30 @@ mod tests {
         let head = head.await.expect("the server saw the request");
         assert!(head.starts_with("GET /v1/models HTTP/1.1\r\n"), "{head}");
         assert!(!head.contains("proxy-authorization"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_finishes_the_handshake_fails_within_the_connect_time_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        // Takes the connection, says nothing.
+        let _silent = tokio::spawn(async move {
+            let (_socket, _) = listener.accept().await.expect("accept");
+            std::future::pending::<()>().await;
+        });
+        let mut endpoint = Endpoint::new("http://unused.invalid", KeyHeader::Bearer, &[]);
+        endpoint.set_timeouts(Duration::from_millis(200), Duration::from_secs(60));
+        let started = Instant::now();
+        let error = endpoint
+            .get_json(&format!("https://{address}/v1/models"))
+            .await
+            .expect_err("the handshake never ends");
+        assert!(matches!(error, ProviderError::Timeout { .. }), "{error:?}");
+        // Not the metadata request's 10 s.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

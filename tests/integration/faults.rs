@@ -306,6 +306,24 @@ async fn a_500_every_time_gives_up_naming_the_tries_and_the_server_s_words() {
 }
 
 #[tokio::test]
+async fn a_redirect_is_not_followed_and_says_where_to_point_the_base_url() {
+    let moved = status(
+        308,
+        "location: https://new.example/v1/chat/completions\r\n",
+        "",
+    );
+    let (reply, _, asked) = retried(vec![moved, hello()]).await;
+    let message = reply.unwrap_err();
+    assert_eq!(asked, 1, "neither followed nor retried");
+    assert!(
+        message.contains("308")
+            && message.contains("redirects to https://new.example/v1/chat/completions")
+            && message.contains("set the base URL"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
 async fn a_server_quoting_the_refused_key_has_it_masked_in_the_error() {
     const KEY: &str = "sk-quoted-back-1234";
     let server = FaultServer::start([status(
