@@ -23,9 +23,8 @@ use ferrobot::provider::{OpenAiCompatible, RetryPolicy};
 use ferrobot::testing::text_sse;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
@@ -47,7 +46,7 @@ type Seen = Arc<Mutex<Vec<String>>>;
 /// answering every request with a streamed "Hello over TLS."; its URL and
 /// what it saw.
 async fn server() -> (String, Seen) {
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
@@ -58,6 +57,7 @@ async fn server() -> (String, Seen) {
         PrivateKeyDer::from_pem_slice(KEY).expect("test key"),
     )
     .expect("server config");
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("address").port();
@@ -77,19 +77,25 @@ async fn server() -> (String, Seen) {
                 };
                 let (_, connection) = stream.get_ref();
                 log.lock().unwrap().push(format!(
-                    "{:?} {:?} {:?}",
+                    "{:?} {:?} {:?} {}",
                     connection.protocol_version(),
                     connection.negotiated_cipher_suite().map(|s| s.suite()),
                     connection.negotiated_key_exchange_group().map(|g| g.name()),
+                    String::from_utf8_lossy(connection.alpn_protocol().unwrap_or(b"-")),
                 ));
-                let respond = service_fn(|_: hyper::Request<Incoming>| async {
-                    let response = hyper::Response::builder()
-                        .header("content-type", "text/event-stream")
-                        .body(Full::new(Bytes::from(text_sse("Hello over TLS."))))
-                        .expect("a response");
-                    Ok::<_, hyper::Error>(response)
+                let log = Arc::clone(&log);
+                let respond = service_fn(move |request: hyper::Request<Incoming>| {
+                    log.lock().unwrap().push(format!("{:?}", request.version()));
+                    async {
+                        let response = hyper::Response::builder()
+                            .header("content-type", "text/event-stream")
+                            .body(Full::new(Bytes::from(text_sse("Hello over TLS."))))
+                            .expect("a response");
+                        Ok::<_, hyper::Error>(response)
+                    }
                 });
-                let _ = http1::Builder::new()
+                // HTTP/1.1, or h2 where the client asked for it by ALPN.
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(stream), respond)
                     .await;
             });
@@ -169,10 +175,19 @@ async fn trusted_in_this_process() {
     assert_eq!(assembled.message.text(), "Hello over TLS.");
     let seen = first_seen(&seen).await;
     // TLS 1.3 with AES-GCM and X25519: what a current server and the
-    // library's provider agree on.
+    // library's provider agree on; h2 with the `http2` feature (offered by
+    // ALPN, and spoken), else HTTP/1.1.
+    let (alpn, version) = if cfg!(feature = "http2") {
+        ("h2", "HTTP/2.0")
+    } else {
+        ("http/1.1", "HTTP/1.1")
+    };
     assert_eq!(
         seen,
-        ["Some(TLSv1_3) Some(TLS13_AES_256_GCM_SHA384) Some(X25519)"],
+        [
+            format!("Some(TLSv1_3) Some(TLS13_AES_256_GCM_SHA384) Some(X25519) {alpn}"),
+            version.to_owned(),
+        ],
         "{seen:?}"
     );
 }
