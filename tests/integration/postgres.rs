@@ -786,3 +786,106 @@ async fn a_table_locked_by_another_program_is_busy_and_nothing_is_stored() {
     );
     db.remove().await;
 }
+
+/// The certificate the test server's TLS presents (self-signed: its own
+/// authority), when `.ci/postgres` started it with TLS; `None` after a
+/// loud skip elsewhere, a failure under CI.
+fn tls_root() -> Option<String> {
+    match std::env::var("FERROBOT_TEST_POSTGRES_TLS_ROOT") {
+        Ok(root) if !root.is_empty() => Some(root),
+        _ => {
+            ferrobot_testkit::outside::missing(
+                "the test PostgreSQL server speaks no TLS: FERROBOT_TEST_POSTGRES_TLS_ROOT is \
+                 not set (`. .ci/postgres; postgres_start` starts one with TLS and sets it)",
+            );
+            None
+        }
+    }
+}
+
+/// `url` with `params` added to its query.
+fn with_params(url: &str, params: &str) -> String {
+    let joint = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joint}{params}")
+}
+
+/// A store on `url`, or the error's whole chain.
+async fn connected(url: &str) -> Result<PostgresHistory, String> {
+    PostgresHistory::connect_with(url, 2)
+        .await
+        .map_err(|e| e.chain())
+}
+
+#[tokio::test]
+async fn tls_is_checked_against_the_authority_sslrootcert_names() {
+    let Some(db) = Database::new().await else {
+        return;
+    };
+    let Some(root) = tls_root() else {
+        return;
+    };
+    let trusted = with_params(
+        &db.url(),
+        &format!("sslmode=verify-full&sslrootcert={root}"),
+    );
+    let store = connected(&trusted).await.unwrap_or_else(|e| panic!("{e}"));
+    store
+        .append("tls", &[Message::user("over TLS")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load("tls").await.unwrap(),
+        [Message::user("over TLS")]
+    );
+    // No authority the Mozilla roots hold signed it.
+    let error = connected(&with_params(&db.url(), "sslmode=verify-full"))
+        .await
+        .expect_err("a certificate of an unknown authority is refused");
+    assert!(error.contains("UnknownIssuer"), "{error}");
+    // An authority file that can't be read is named.
+    let error = connected(&with_params(
+        &db.url(),
+        "sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+    ))
+    .await
+    .expect_err("no such file");
+    assert!(
+        error.contains("sslrootcert names /nonexistent/ca.pem"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn verify_ca_takes_the_authority_s_certificate_for_another_name_and_verify_full_does_not() {
+    let Some(db) = Database::new().await else {
+        return;
+    };
+    let Some(root) = tls_root() else {
+        return;
+    };
+    // Reached at 127.0.0.1, named `db.invalid`: a name the certificate
+    // (for localhost and 127.0.0.1) does not hold.
+    let renamed = with_params(
+        &db.url().replacen("@127.0.0.1:", "@db.invalid:", 1),
+        &format!("hostaddr=127.0.0.1&sslrootcert={root}"),
+    );
+    let store = connected(&with_params(&renamed, "sslmode=verify-ca"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    store
+        .append("ca", &[Message::user("any name")])
+        .await
+        .unwrap();
+    assert_eq!(store.load("ca").await.unwrap().len(), 1);
+    // libpq's rule: `require` with an authority file checks as verify-ca.
+    connected(&with_params(&renamed, "sslmode=require"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let error = connected(&with_params(&renamed, "sslmode=verify-full"))
+        .await
+        .expect_err("the certificate names another host");
+    assert!(
+        error.contains("NotValidForName") || error.contains("not valid for name"),
+        "{error}"
+    );
+}

@@ -24,7 +24,9 @@ use tokio_postgres::{NoTls, Row};
 
 mod lease;
 mod replica;
+mod tls;
 
+use self::tls::{Asked, Tls};
 use super::rows::{
     INTAKE_COLUMNS, IntakeRow, image_key, message_from, pending_from, role_from, role_name, storage,
 };
@@ -249,11 +251,14 @@ impl PostgresHistory {
     ///
     /// `url` is a libpq URL or key-value string, e.g.
     /// `postgres://bot:secret@db.example.com/ferrobot?sslmode=verify-full`.
-    /// Its `sslmode` decides TLS: unset or `disable`, none; `prefer`, TLS
-    /// if the server offers it; `require`, TLS without checking the
-    /// server's certificate (libpq's meaning); `verify-ca` and
-    /// `verify-full`, TLS with the certificate checked against the Mozilla
-    /// roots and the host name.
+    /// Its `sslmode` decides TLS, as libpq's does: unset or `disable`,
+    /// none; `prefer`, TLS if the server offers it; `require`, TLS without
+    /// checking the server's certificate; `verify-ca`, TLS with the
+    /// certificate checked up to a trusted authority, whatever host it
+    /// names; `verify-full`, and that it names the host. `sslrootcert`
+    /// names a PEM file of the authorities to trust (a private CA's, as
+    /// managed databases hand out; `require` with it checks as `verify-ca`
+    /// does); unset or `system`, the Mozilla roots.
     ///
     /// # Errors
     /// [`HistoryError::Storage`] saying what to check when the URL can't
@@ -526,44 +531,9 @@ impl From<HistoryError> for Fail {
     }
 }
 
-/// How a URL's `sslmode` has the connection encrypted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tls {
-    /// Unset or `disable`: plain TCP, as on a private network or loopback.
-    Off,
-    /// `prefer` and `require`: encrypted, the certificate unchecked
-    /// (libpq's meaning of these modes).
-    Encrypt,
-    /// `verify-ca` and `verify-full`: encrypted, the certificate checked
-    /// against the Mozilla roots, and its name against the host's.
-    Verify,
-}
-
-/// The TLS a URL asks for, and the URL as tokio-postgres reads it: it knows
-/// `sslmode` up to `require`, so the verifying modes become `require` (the
-/// checking is the connector's).
-fn tls_of(url: &str) -> (Tls, String) {
-    let mode = url
-        .split(['?', '&', ' '])
-        .filter_map(|pair| pair.strip_prefix("sslmode="))
-        .next_back()
-        .map(|mode| mode.trim_matches('\''));
-    match mode {
-        Some("prefer" | "require") => (Tls::Encrypt, url.to_owned()),
-        Some(mode @ ("verify-ca" | "verify-full")) => (
-            Tls::Verify,
-            url.replace(&format!("sslmode={mode}"), "sslmode=require"),
-        ),
-        // Unset is plain TCP, not tokio-postgres's `prefer`.
-        None => (Tls::Off, url.to_owned()),
-        // `disable`, and what tokio-postgres will refuse by name.
-        Some(_) => (Tls::Off, url.to_owned()),
-    }
-}
-
 /// The pool of connections to `url`; none is opened yet.
 fn pool(url: &str, target: &str, size: usize) -> Result<Pool, HistoryError> {
-    let (tls, url) = tls_of(url);
+    let Asked { tls, roots, url } = tls::asked(url);
     let mut config: tokio_postgres::Config = url.parse().map_err(|e| HistoryError::Storage {
         message: format!(
             "{target} is not a PostgreSQL connection URL: write it as \
@@ -586,9 +556,9 @@ fn pool(url: &str, target: &str, size: usize) -> Result<Pool, HistoryError> {
     };
     let manager = match tls {
         Tls::Off => Manager::from_config(config, NoTls, recycling),
-        Tls::Encrypt | Tls::Verify => Manager::from_config(
+        Tls::Encrypt | Tls::VerifyCa | Tls::VerifyFull => Manager::from_config(
             config,
-            tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(tls == Tls::Verify)?),
+            tokio_postgres_rustls::MakeRustlsConnect::new(tls::config(tls, roots.as_deref())?),
             recycling,
         ),
     };
@@ -616,78 +586,6 @@ fn pool(url: &str, target: &str, size: usize) -> Result<Pool, HistoryError> {
                 e,
             )
         })
-}
-
-/// rustls with ring (ferrobot's crypto provider, whatever the process
-/// installed), checking the server's certificate when `verify`.
-fn tls_config(verify: bool) -> Result<rustls::ClientConfig, HistoryError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| storage("could not set up TLS for PostgreSQL", e))?;
-    Ok(if verify {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        builder.with_root_certificates(roots).with_no_client_auth()
-    } else {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Unchecked(provider)))
-            .with_no_client_auth()
-    })
-}
-
-/// The certificate check of `sslmode=require`: none, as libpq does, since
-/// managed servers often present certificates of their own authorities;
-/// the signatures of the handshake are still checked, so the connection is
-/// encrypted with whoever holds the certificate's key.
-#[derive(Debug)]
-struct Unchecked(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &rustls::pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
-        _server_name: &rustls::pki_types::ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// `url` with its password replaced by `***`, in either form libpq reads:
@@ -1791,24 +1689,6 @@ mod tests {
         ] {
             assert_eq!(redacted(url), shown, "{url}");
         }
-    }
-
-    #[test]
-    fn sslmode_chooses_the_connector() {
-        assert_eq!(tls_of("postgres://db/x").0, Tls::Off);
-        assert_eq!(tls_of("postgres://db/x?sslmode=disable").0, Tls::Off);
-        assert_eq!(tls_of("postgres://db/x?sslmode=require").0, Tls::Encrypt);
-        assert_eq!(
-            tls_of("postgres://db/x?a=b&sslmode=verify-full"),
-            (
-                Tls::Verify,
-                "postgres://db/x?a=b&sslmode=require".to_owned()
-            )
-        );
-        assert_eq!(
-            tls_of("host=db sslmode=verify-ca").1,
-            "host=db sslmode=require"
-        );
     }
 
     #[tokio::test]
