@@ -837,6 +837,10 @@ async fn tls_is_checked_against_the_authority_sslrootcert_names() {
         store.load("tls").await.unwrap(),
         [Message::user("over TLS")]
     );
+    // `require` checks nothing of it, as libpq.
+    connected(&with_params(&db.url(), "sslmode=require"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     // No authority the Mozilla roots hold signed it.
     let error = connected(&with_params(&db.url(), "sslmode=verify-full"))
         .await

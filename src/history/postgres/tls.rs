@@ -112,27 +112,27 @@ pub(super) fn config(tls: Tls, roots: Option<&Path>) -> Result<rustls::ClientCon
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| storage("could not set up TLS for PostgreSQL", e))?;
-    if tls == Tls::Encrypt {
-        return Ok(builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Unchecked(provider)))
-            .with_no_client_auth());
-    }
-    let roots = match roots {
-        Some(path) => read_roots(path)?,
-        None => RootCertStore {
+    let roots = match (tls, roots) {
+        (Tls::Encrypt, _) => None,
+        (_, Some(path)) => Some(read_roots(path)?),
+        (_, None) => Some(RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        },
+        }),
     };
-    if tls == Tls::VerifyFull {
-        return Ok(builder.with_root_certificates(roots).with_no_client_auth());
-    }
-    let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-        .build()
-        .map_err(|e| storage("could not set up TLS for PostgreSQL", e))?;
+    let chain = match (tls, roots) {
+        (Tls::VerifyFull, Some(roots)) => {
+            return Ok(builder.with_root_certificates(roots).with_no_client_auth());
+        }
+        (_, Some(roots)) => Some(
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+                .build()
+                .map_err(|e| storage("could not set up TLS for PostgreSQL", e))?,
+        ),
+        (_, None) => None,
+    };
     Ok(builder
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyName(chain)))
+        .with_custom_certificate_verifier(Arc::new(AnyName { chain, provider }))
         .with_no_client_auth())
 }
 
@@ -158,10 +158,17 @@ fn read_roots(path: &Path) -> Result<RootCertStore, HistoryError> {
     Ok(roots)
 }
 
-/// The certificate check of `verify-ca`: the chain up to the roots, its
-/// dates and use, the handshake's signatures — all but the name.
+/// The certificate check of `sslmode=require` and of `verify-ca`. With no
+/// `chain` (`require`), none, as libpq does, since managed servers often
+/// present certificates of their own authorities; with one (`verify-ca`),
+/// the chain up to the roots, its dates and use — all but the name. The
+/// handshake's signatures are checked either way, so the connection is
+/// encrypted with whoever holds the certificate's key.
 #[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+struct AnyName {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
 impl ServerCertVerifier for AnyName {
     fn verify_server_cert(
@@ -172,10 +179,10 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             // The name is checked last, once the chain was found good.
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
@@ -190,53 +197,11 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// The certificate check of `sslmode=require`: none, as libpq does, since
-/// managed servers often present certificates of their own authorities;
-/// the signatures of the handshake are still checked, so the connection is
-/// encrypted with whoever holds the certificate's key.
-#[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         rustls::crypto::verify_tls12_signature(
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -250,12 +215,14 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
