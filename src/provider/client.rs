@@ -84,14 +84,7 @@ impl Client {
     /// A client whose connections take at most `connect` to open, with
     /// `tls` for `https` servers and the environment's proxies.
     pub(crate) fn new(connect: Duration, tls: ClientConfig) -> Self {
-        Self::with_proxies(connect, tls, proxies_from_env())
-    }
-
-    pub(super) fn with_proxies(
-        connect: Duration,
-        tls: ClientConfig,
-        proxies: Option<Arc<Matcher>>,
-    ) -> Self {
+        let proxies = proxies_from_env();
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         // Each address's own try; `Connector` bounds the whole connection.

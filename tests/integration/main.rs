@@ -131,6 +131,9 @@ mod split;
 // HTTPS with the library's TLS set-up.
 #[cfg(feature = "openai")]
 mod tls;
+// Proxies named by the environment: a tunnel, an absolute URL, NO_PROXY.
+#[cfg(feature = "openai")]
+mod proxy;
 // What several modules build the same way: a message of every part type,
 // a slow echoing model.
 mod fixtures;
