@@ -54,9 +54,17 @@ pub(super) fn asked(url: &str) -> Asked {
             .next_back()
             .map(|value| value.trim_matches('\''))
     };
+    // `%XX` is an escape in a URL's query, not in key-value pairs.
+    let url_form = url.contains("://");
     let roots = value("sslrootcert=")
         .filter(|path| *path != "system")
-        .map(|path| PathBuf::from(decoded(path)));
+        .map(|path| {
+            PathBuf::from(if url_form {
+                decoded(path)
+            } else {
+                path.to_owned()
+            })
+        });
     let mut url = without_param(url, "sslrootcert");
     let tls = match value("sslmode=") {
         Some("prefer") => Tls::Encrypt,
@@ -274,6 +282,10 @@ mod tests {
         assert_eq!(
             asked("postgres://db/x?sslrootcert=/ca.pem").url,
             "postgres://db/x"
+        );
+        assert_eq!(
+            asked("host=db sslrootcert=/my%20ca.pem").roots,
+            Some(PathBuf::from("/my%20ca.pem"))
         );
         assert_eq!(
             asked("host=db sslrootcert='/ca.pem' sslmode=verify-full"),
